@@ -1,0 +1,2 @@
+// Placeholder until the mailbox dispatcher lands.
+int main() { return 0; }

@@ -1,0 +1,30 @@
+# Build settings that only the project's own code uses. Nothing here is exported: a consumer of the
+# installed package compiles with its own flags.
+
+# Warnings as errors, for the project's own targets only.
+add_library(conveyor_warnings INTERFACE)
+add_library(conveyor::warnings ALIAS conveyor_warnings)
+target_compile_options(conveyor_warnings INTERFACE
+  $<$<CXX_COMPILER_ID:GNU,Clang>:-Wall -Wextra -Wpedantic -Wshadow -Werror>)
+
+# Sanitizers chosen by the preset through CONVEYOR_SANITIZE.
+add_library(conveyor_sanitizers INTERFACE)
+add_library(conveyor::sanitizers ALIAS conveyor_sanitizers)
+if(CONVEYOR_SANITIZE)
+  list(JOIN CONVEYOR_SANITIZE "," conveyor_sanitize_list)
+  target_compile_options(conveyor_sanitizers INTERFACE
+    -fsanitize=${conveyor_sanitize_list} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(conveyor_sanitizers INTERFACE -fsanitize=${conveyor_sanitize_list})
+  if("thread" IN_LIST CONVEYOR_SANITIZE)
+    target_compile_definitions(conveyor_sanitizers INTERFACE CONVEYOR_TSAN=1)
+  endif()
+endif()
+
+# conveyor_project_target(<target>): the settings every target of this project shares.
+function(conveyor_project_target target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF)
+  target_link_libraries(${target} PRIVATE
+    $<BUILD_INTERFACE:conveyor::warnings>
+    $<BUILD_INTERFACE:conveyor::sanitizers>)
+endfunction()

@@ -1,0 +1,117 @@
+// Semaphore: a counting semaphore on a 32-bit futex word.
+//
+// Contract:
+// - Any thread may call any member, concurrently. Not copyable, not movable: waiters sleep on the
+//   address of the count.
+// - The count never goes below zero and never above `max_count`. `release(n)` with n < 0, or a
+//   release that would take the count past `max_count`, is a contract violation: it is reported
+//   on stderr and the process aborts.
+// - `acquire` takes one token, waiting as long as it takes. `try_acquire` never waits.
+//   `try_acquire_for` waits at most about `timeout` (steady clock) and returns whether it took a
+//   token.
+// - `release(n)` adds n tokens and wakes at most n sleeping waiters (fewer if fewer sleep).
+// - `available()` is a snapshot for diagnostics; it may be stale before the caller reads it.
+//
+// Progress: unfair by design, as in the WaitOnAddress semaphore this is modelled on. A woken
+// waiter competes with threads that arrive meanwhile, and may lose and sleep again. That keeps the
+// hand-off cheap (no token is reserved for a sleeping thread); it is also why a waiter is robust
+// to spurious wakes: it always re-reads the count after a wake.
+//
+// Cost: no system call unless a thread sleeps. `release` reads a waiter count and calls the kernel
+// only when that count is non-zero. A waiter first spins for a short, adaptive number of rounds
+// (longer when recent spins succeeded, shorter when they did not), then sleeps on the futex.
+//
+// Memory ordering:
+// - A successful acquire (the compare-exchange on `count_`, acquire order) synchronises with the
+//   `release` (fetch_add on `count_`, release order or stronger) that added the token it took, so
+//   whatever the releasing thread wrote before `release` is visible after `acquire`.
+// - Lost wake-ups are excluded by a store-load (Dekker) pairing, so those four operations are
+//   seq_cst: a sleeper increments `waiters_` and then reads `count_`; a releaser adds to `count_`
+//   and then reads `waiters_`. In the single total order one of the two reads sees the other's
+//   write: either the sleeper sees the token and does not sleep, or the releaser sees the sleeper
+//   and wakes it. The kernel re-checks `count_ == 0` atomically as it puts the sleeper to sleep.
+// - `spin_estimate_` is a heuristic and is relaxed.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/futex.hpp"
+
+namespace conveyor::sync {
+
+class Semaphore {
+ public:
+  static constexpr std::int32_t max_count = std::numeric_limits<std::int32_t>::max();
+
+  explicit Semaphore(std::int32_t initial = 0) : count_(initial) {
+    CONVEYOR_CONTRACT(initial >= 0, "Semaphore: the initial count must not be negative");
+  }
+
+  Semaphore(const Semaphore&) = delete;
+  Semaphore& operator=(const Semaphore&) = delete;
+  Semaphore(Semaphore&&) = delete;
+  Semaphore& operator=(Semaphore&&) = delete;
+
+  void acquire() {
+    if (try_acquire()) return;
+    acquire_slow();
+  }
+
+  [[nodiscard]] bool try_acquire() noexcept {
+    std::int32_t count = count_.load(std::memory_order_relaxed);
+    while (count > 0) {
+      // Acquire pairs with the release in release().
+      if (count_.compare_exchange_weak(count, count - 1, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  template <class Rep, class Period>
+  [[nodiscard]] bool try_acquire_for(const std::chrono::duration<Rep, Period>& timeout) {
+    if (try_acquire()) return true;
+    if (timeout <= timeout.zero()) return false;
+    return try_acquire_until_slow(std::chrono::steady_clock::now() +
+                                  std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+  }
+
+  void release(std::int32_t n = 1) {
+    CONVEYOR_CONTRACT(n >= 0, "Semaphore::release: n must not be negative");
+    if (n == 0) return;
+    // seq_cst: release for the tokens, and the store half of the Dekker pairing with waiters_.
+    const std::int32_t before = count_.fetch_add(n, std::memory_order_seq_cst);
+    CONVEYOR_CONTRACT(before <= max_count - n, "Semaphore::release would overflow the count");
+    // seq_cst: the load half of the Dekker pairing; see "Memory ordering".
+    const std::int32_t sleepers = waiters_.load(std::memory_order_seq_cst);
+    if (sleepers > 0) detail::futex_wake(count_, std::min(n, sleepers));
+  }
+
+  [[nodiscard]] std::int32_t available() const noexcept {
+    return count_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr std::int32_t min_spins = 16;
+  static constexpr std::int32_t max_spins = 2048;
+
+  // Spins for a while; true if it took a token meanwhile.
+  bool spin_then_try() noexcept;
+  void acquire_slow();
+  bool try_acquire_until_slow(std::chrono::steady_clock::time_point deadline);
+
+  // One cache line: release() touches count_ and reads waiters_ on every call.
+  alignas(64) detail::FutexWord count_;
+  std::atomic<std::int32_t> waiters_{0};
+  std::atomic<std::int32_t> spin_estimate_{0};
+};
+
+}  // namespace conveyor::sync
+
+#include "conveyor/sync/detail/semaphore_slow.hpp"

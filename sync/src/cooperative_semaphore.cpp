@@ -1,0 +1,1 @@
+// CooperativeSemaphore's out-of-line parts (pending).
