@@ -20,7 +20,9 @@ inline constexpr int sanitizer_slowdown_factor = 4;
 inline constexpr int sanitizer_slowdown_factor = 1;
 #endif
 
-inline int sanitizer_slowdown() { return sanitizer_slowdown_factor; }
+inline int sanitizer_slowdown() {
+  return sanitizer_slowdown_factor;
+}
 
 inline constexpr std::uint64_t full_stress_items = 10'000'000;
 

@@ -112,11 +112,13 @@ TEST(Semaphore, MultiReleaseWakesExactlyAsManyWaitersAsTokens) {
   }
   std::this_thread::sleep_for(20ms);
   semaphore.release(2);
-  while (through.load(std::memory_order_relaxed) < 2) std::this_thread::yield();
+  while (through.load(std::memory_order_relaxed) < 2)
+    std::this_thread::yield();
   std::this_thread::sleep_for(20ms);
   EXPECT_EQ(through.load(std::memory_order_relaxed), 2);
   semaphore.release(2);
-  for (auto& thread : threads) thread.join();
+  for (auto& thread : threads)
+    thread.join();
   EXPECT_EQ(through.load(std::memory_order_relaxed), waiters);
   EXPECT_EQ(semaphore.available(), 0);
 }
@@ -128,9 +130,40 @@ TEST(Semaphore, TimedWaitersThatGiveUpLeaveTheCountIntact) {
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&] { EXPECT_FALSE(semaphore.try_acquire_for(5ms)); });
   }
-  for (auto& thread : threads) thread.join();
+  for (auto& thread : threads)
+    thread.join();
   semaphore.release(3);
   EXPECT_EQ(semaphore.available(), 3);
+}
+
+TEST(Semaphore, MakesNoSystemCallWhenNobodyWaits) {
+  Semaphore semaphore(1);
+  const auto waits = conveyor::sync::detail::futex_wait_calls();
+  const auto wakes = conveyor::sync::detail::futex_wake_calls();
+  for (int i = 0; i < 10000; ++i) {
+    semaphore.acquire();
+    semaphore.release();
+    semaphore.release(3);
+    EXPECT_TRUE(semaphore.try_acquire_for(std::chrono::milliseconds(1)));
+    EXPECT_TRUE(semaphore.try_acquire());
+    EXPECT_TRUE(semaphore.try_acquire());
+  }
+  EXPECT_EQ(conveyor::sync::detail::futex_wait_calls(), waits);
+  EXPECT_EQ(conveyor::sync::detail::futex_wake_calls(), wakes);
+}
+
+TEST(Semaphore, ReleaseWakesASleeperThroughTheKernel) {
+  Watchdog watchdog;
+  Semaphore semaphore;
+  const auto waits = conveyor::sync::detail::futex_wait_calls();
+  const auto wakes = conveyor::sync::detail::futex_wake_calls();
+  std::thread waiter([&] { semaphore.acquire(); });
+  // Release only once the waiter has stopped spinning and gone to sleep.
+  while (conveyor::sync::detail::futex_wait_calls() == waits)
+    std::this_thread::yield();
+  semaphore.release();
+  waiter.join();
+  EXPECT_GT(conveyor::sync::detail::futex_wake_calls(), wakes);
 }
 
 TEST(Semaphore, ReachesTheMaximumCount) {

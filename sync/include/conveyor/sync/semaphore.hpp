@@ -98,8 +98,8 @@ class Semaphore {
   }
 
  private:
-  static constexpr std::int32_t min_spins = 16;
-  static constexpr std::int32_t max_spins = 2048;
+  static constexpr std::int32_t min_spins = 64;
+  static constexpr std::int32_t max_spins = 4096;
 
   // Spins for a while; true if it took a token meanwhile.
   bool spin_then_try() noexcept;

@@ -18,11 +18,11 @@ namespace conveyor::sync::detail {
 
 }  // namespace conveyor::sync::detail
 
-#define CONVEYOR_CONTRACT(condition, what)                                  \
-  do {                                                                      \
-    if (!(condition)) [[unlikely]] {                                        \
-      ::conveyor::sync::detail::contract_violation(what);                   \
-    }                                                                       \
+#define CONVEYOR_CONTRACT(condition, what)                \
+  do {                                                    \
+    if (!(condition)) [[unlikely]] {                      \
+      ::conveyor::sync::detail::contract_violation(what); \
+    }                                                     \
   } while (false)
 
 #ifdef NDEBUG

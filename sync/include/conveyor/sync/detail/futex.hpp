@@ -26,4 +26,9 @@ bool futex_wait_until(FutexWord& word, std::int32_t expected,
 
 void futex_wake(FutexWord& word, std::int32_t count) noexcept;
 
+// How many times this process has asked to sleep or to wake, for tests of the "no system call
+// when nobody waits" promise. Counted only on these slow paths, with relaxed increments.
+std::uint64_t futex_wait_calls() noexcept;
+std::uint64_t futex_wake_calls() noexcept;
+
 }  // namespace conveyor::sync::detail

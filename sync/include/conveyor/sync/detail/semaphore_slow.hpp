@@ -7,19 +7,20 @@
 namespace conveyor::sync {
 
 inline bool Semaphore::spin_then_try() noexcept {
+  // The estimate follows the number of rounds that recent waits needed. A wait that succeeds after
+  // k rounds pulls it towards k, so that a busy hand-off spins about twice what it needs. A wait
+  // that fails pulls it towards the limit: once one side of a hand-off sleeps, the other must spin
+  // for longer than a wake-up takes, or every later hand-off costs two sleeps.
   const std::int32_t estimate = spin_estimate_.load(std::memory_order_relaxed);
   const std::int32_t limit = std::min(max_spins, 2 * estimate + min_spins);
   for (std::int32_t spins = 0; spins < limit; ++spins) {
     detail::cpu_relax();
     if (count_.load(std::memory_order_relaxed) > 0 && try_acquire()) {
-      // Success after `spins` rounds: move the estimate an eighth of the way towards it.
       spin_estimate_.store(estimate + (spins - estimate) / 8, std::memory_order_relaxed);
       return true;
     }
   }
-  // Spinning did not pay: decay the estimate so that the next wait spins less.
-  spin_estimate_.store(estimate - estimate / 8 - (estimate > 0 ? 1 : 0),
-                       std::memory_order_relaxed);
+  spin_estimate_.store(estimate + (limit - estimate) / 4, std::memory_order_relaxed);
   return false;
 }
 
