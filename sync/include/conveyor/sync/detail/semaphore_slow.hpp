@@ -2,6 +2,8 @@
 // Included at the end of semaphore.hpp; not a public header.
 #pragma once
 
+#include <thread>
+
 #include "conveyor/sync/detail/cpu_relax.hpp"
 
 namespace conveyor::sync {
@@ -14,7 +16,13 @@ inline bool Semaphore::spin_then_try() noexcept {
   const std::int32_t estimate = spin_estimate_.load(std::memory_order_relaxed);
   const std::int32_t limit = std::min(max_spins, 2 * estimate + min_spins);
   for (std::int32_t spins = 0; spins < limit; ++spins) {
-    detail::cpu_relax();
+    // Now and then give the core away: when threads outnumber cores, the thread that will release
+    // may be waiting for this very core, and spinning would only delay it.
+    if (spins % yield_every == yield_every - 1) {
+      std::this_thread::yield();
+    } else {
+      detail::cpu_relax();
+    }
     if (count_.load(std::memory_order_relaxed) > 0 && try_acquire()) {
       spin_estimate_.store(estimate + (spins - estimate) / 8, std::memory_order_relaxed);
       return true;
