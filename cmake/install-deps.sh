@@ -10,7 +10,7 @@ packages=(
   # libraries
   libtbb-dev libboost-dev prometheus-cpp-dev libsimdjson-dev libcli11-dev libfmt-dev zlib1g-dev
   # tests
-  libgtest-dev libgmock-dev prometheus spin
+  libgtest-dev libgmock-dev prometheus spin libxml2-utils
   # benchmarks and their peers
   libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev
 )
