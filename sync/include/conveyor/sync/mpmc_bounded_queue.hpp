@@ -1,0 +1,528 @@
+// MpmcBoundedQueue<T>: a ring of exactly `capacity` elements for any number of producers and
+// consumers, with blocking, non-blocking and bulk forms, and an end of stream.
+//
+// Contract:
+// - Any thread may call any member, concurrently. Not copyable, not movable: sleepers wait on the
+//   addresses of members.
+// - `capacity >= 1`, or the constructor reports a contract violation. At most `capacity` elements
+//   are held at any time.
+// - T must be nothrow move constructible and nothrow destructible; it needs neither a default
+//   constructor nor assignment. The destructor destroys whatever is still queued; no calls may be
+//   in progress when it runs.
+// - push blocks while the ring is full and returns false, dropping its value, once the queue is
+//   closed or aborted. try_push never blocks and moves from its argument only when it returns true.
+//   push_bulk returns how many items went in (those, and only those, were moved from).
+// - pop blocks while the ring is empty. After close() every consumer keeps getting the items left
+//   until they are gone, and then every consumer gets nullopt. After abort() pop returns nullopt at
+//   once. try_pop never blocks. pop_bulk (max >= 1) blocks until it has at least one item or the
+//   end, and returns 0 only at the end. Items come out in the order their pushes claimed slots;
+//   with several consumers, the order in which they return is up to the scheduler.
+// - close() is linearisable: a push that returned true claimed its slot before it, and its item
+//   will be popped (unless the queue is aborted); a push that starts after it fails.
+// - abort() wakes every blocked producer and consumer at once. Pending items are destroyed by the
+//   next consumer call, or by the destructor (an item whose push was still writing it when the
+//   consumer looked is left for the destructor).
+//
+// Progress and cost: the ring is an array of cells, each with a sequence number that says whose
+// turn it is: the producer of position p may fill cell p % capacity when its sequence is 2p, the
+// consumer of position p may empty it when its sequence is 2p + 1, and emptying sets it to
+// 2(p + capacity). A push or pop that finds room or an item costs a compare-exchange on the shared
+// position, a seq_cst store of the cell's sequence, and a load of a rarely written waiter count.
+// No semaphore is touched unless a thread sleeps. A thread that finds the ring full or empty spins
+// briefly, then counts itself as a waiter and blocks on a Semaphore (free slots for producers,
+// items for consumers). After close(), consumers never sleep: if a push that claimed its slot
+// before the close is still writing it, they yield until it is done. The bulk forms claim a run of
+// cells with one compare-exchange and wake at most as many waiters as they moved items.
+//
+// Memory ordering:
+// - Elements: a producer constructs the element, then stores the cell's sequence (seq_cst, so also
+//   a release); a consumer's acquire load of the sequence pairs with it. The consumer moves the
+//   element out and destroys it, then stores the next sequence (seq_cst); the producer's acquire
+//   load of the sequence pairs with that before it reuses the cell. The compare-exchanges on the
+//   positions only arbitrate between threads of one side and are relaxed: a cell seen ready stays
+//   ready until the position that owns it is claimed.
+// - End of stream: close() sets the closed bit in `enqueue_` with a seq_cst fetch_or. Claims
+//   expect the bit clear, so no slot is claimed after it; a consumer that reads the bit (acquire,
+//   pairing with the fetch_or) and finds the dequeue position equal to the final enqueue position
+//   knows every item has been claimed. abort() stores `aborted_` (seq_cst) before it closes.
+// - Sleeping without a lost wake-up is a store-load (Dekker) pairing, so those operations are
+//   seq_cst. A consumer increments `consumers_waiting_` and then loads the dequeue position, the
+//   sequence of its cell and `enqueue_`; a producer stores the sequence (close() sets the bit) and
+//   then loads `consumers_waiting_`. In the single total order one of the two sees the other:
+//   either the consumer sees the item or the end and does not sleep, or the waker sees the waiter,
+//   takes it off the count with a compare-exchange and releases one token. Producers and free
+//   slots are symmetric. The bulk forms store the sequences of a run in reverse, the first cell
+//   last with seq_cst: a thread only ever waits on the first cell of a run, and its acquire of
+//   that store makes the rest of the run visible too.
+// - A waiter that announced itself and then found it need not sleep takes itself off the count
+//   with a compare-exchange; if the count is already zero, a waker took it off and released a token
+//   for it, and it acquires that token. So tokens never outnumber sleepers for long and the
+//   semaphores are empty whenever no thread waits.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/queue_backoff.hpp"
+#include "conveyor/sync/detail/ring_slot.hpp"
+#include "conveyor/sync/semaphore.hpp"
+
+namespace conveyor::sync {
+
+template <class T>
+class MpmcBoundedQueue {
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>,
+                "MpmcBoundedQueue<T>: T must be nothrow move constructible and destructible");
+
+ public:
+  explicit MpmcBoundedQueue(std::size_t capacity)
+      : capacity_(checked_capacity(capacity)), cells_(std::make_unique<Cell[]>(capacity)) {
+    for (std::size_t i = 0; i < capacity_; ++i) {
+      cells_[i].sequence.store(free_for(i), std::memory_order_relaxed);
+    }
+  }
+
+  MpmcBoundedQueue(const MpmcBoundedQueue&) = delete;
+  MpmcBoundedQueue& operator=(const MpmcBoundedQueue&) = delete;
+  MpmcBoundedQueue(MpmcBoundedQueue&&) = delete;
+  MpmcBoundedQueue& operator=(MpmcBoundedQueue&&) = delete;
+
+  ~MpmcBoundedQueue() {
+    const std::uint64_t end = enqueue_.load(std::memory_order_acquire) & index_mask;
+    for (std::uint64_t position = dequeue_.load(std::memory_order_acquire); position != end;
+         ++position) {
+      Cell& cell = cell_at(position);
+      if (cell.sequence.load(std::memory_order_acquire) == ready_for(position)) cell.slot.destroy();
+    }
+  }
+
+  bool push(T value) {
+    for (;;) {
+      std::uint64_t position = 0;
+      switch (claim_for_push(position, 1)) {
+        case Claim::claimed:
+          fill(position, value);
+          wake(consumers_waiting_, items_, 1);
+          return true;
+        case Claim::ended:
+          return false;
+        case Claim::none:
+          wait_for_space();
+          break;
+      }
+    }
+  }
+
+  [[nodiscard]] bool try_push(T& value) {
+    std::uint64_t position = 0;
+    if (claim_for_push(position, 1) != Claim::claimed) return false;
+    fill(position, value);
+    wake(consumers_waiting_, items_, 1);
+    return true;
+  }
+
+  std::optional<T> pop() {
+    for (;;) {
+      std::uint64_t position = 0;
+      std::uint64_t count = 0;
+      switch (claim_for_pop(position, count, 1)) {
+        case Claim::claimed:
+          return take_one(position);
+        case Claim::ended:
+          return std::nullopt;
+        case Claim::none:
+          wait_for_items();
+          break;
+      }
+    }
+  }
+
+  [[nodiscard]] std::optional<T> try_pop() {
+    std::uint64_t position = 0;
+    std::uint64_t count = 0;
+    if (claim_for_pop(position, count, 1, /*wait_for_writers=*/false) != Claim::claimed) {
+      return std::nullopt;
+    }
+    return take_one(position);
+  }
+
+  template <class InputIt>
+  std::size_t push_bulk(InputIt first, InputIt last) {
+    static_assert(std::is_nothrow_constructible_v<T, decltype(std::move(*first))>,
+                  "MpmcBoundedQueue::push_bulk: T must be nothrow constructible from the items");
+    std::size_t pushed = 0;
+    if constexpr (std::forward_iterator<InputIt>) {
+      auto remaining = static_cast<std::uint64_t>(std::distance(first, last));
+      while (remaining > 0) {
+        std::uint64_t position = 0;
+        const std::uint64_t limit = std::min<std::uint64_t>(remaining, capacity_);
+        const std::uint64_t count = claim_run_for_push(position, limit);
+        if (count == 0) {
+          if (closed()) break;
+          wait_for_space();
+          continue;
+        }
+        // Publish in reverse so that the first cell, the one waiters look at, comes last.
+        InputIt item = first;
+        for (std::uint64_t i = 0; i < count; ++i, ++item) {
+          cell_at(position + i).slot.construct(std::move(*item));
+        }
+        for (std::uint64_t i = count; i-- > 1;) {
+          // Release pairs with the consumer's acquire of the sequence; the first cell's store
+          // below covers this one too.
+          cell_at(position + i).sequence.store(ready_for(position + i), std::memory_order_release);
+        }
+        // seq_cst: see "Memory ordering" (Dekker pairing with waiting consumers).
+        cell_at(position).sequence.store(ready_for(position), std::memory_order_seq_cst);
+        wake(consumers_waiting_, items_, count);
+        first = item;
+        remaining -= count;
+        pushed += static_cast<std::size_t>(count);
+      }
+    } else {
+      // A single-pass range cannot be counted up front, and a claimed cell must be filled.
+      for (; first != last; ++first) {
+        if (!push(T(std::move(*first)))) break;
+        ++pushed;
+      }
+    }
+    return pushed;
+  }
+
+  template <class OutputIt>
+  std::size_t pop_bulk(OutputIt out, std::size_t max) {
+    CONVEYOR_CONTRACT(max >= 1, "MpmcBoundedQueue::pop_bulk: max must be at least 1");
+    for (;;) {
+      std::uint64_t position = 0;
+      std::uint64_t count = 0;
+      switch (claim_for_pop(position, count, std::min<std::uint64_t>(max, capacity_))) {
+        case Claim::claimed:
+          return take_run(position, count, out);
+        case Claim::ended:
+          return 0;
+        case Claim::none:
+          wait_for_items();
+          break;
+      }
+    }
+  }
+
+  void close() {
+    // seq_cst: a release for consumers that read the bit, and the store half of the Dekker
+    // pairings with both waiter counts.
+    enqueue_.fetch_or(closed_bit, std::memory_order_seq_cst);
+    wake_all(consumers_waiting_, items_);
+    wake_all(producers_waiting_, free_slots_);
+  }
+
+  void abort() {
+    // seq_cst: ordered before the closed bit, which consumers read with acquire.
+    aborted_.store(true, std::memory_order_seq_cst);
+    close();
+  }
+
+  [[nodiscard]] bool closed() const noexcept {
+    // Acquire pairs with the fetch_or in close().
+    return (enqueue_.load(std::memory_order_acquire) & closed_bit) != 0;
+  }
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+  [[nodiscard]] std::size_t size_approx() const noexcept {
+    // Relaxed: a snapshot. Reading the dequeue position first keeps the difference non-negative.
+    const std::uint64_t head = dequeue_.load(std::memory_order_relaxed);
+    const std::uint64_t tail = enqueue_.load(std::memory_order_relaxed) & index_mask;
+    return static_cast<std::size_t>(std::min<std::uint64_t>(tail - head, capacity_));
+  }
+
+ private:
+  enum class Claim { claimed, none, ended };
+
+  struct Cell {
+    std::atomic<std::uint64_t> sequence;
+    detail::RingSlot<T> slot;
+  };
+
+  static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t index_mask = closed_bit - 1;
+
+  static std::size_t checked_capacity(std::size_t capacity) {
+    CONVEYOR_CONTRACT(capacity >= 1, "MpmcBoundedQueue: the capacity must be at least 1");
+    return capacity;
+  }
+
+  // A cell's sequence in half steps: free for position p at 2p, holding p's item at 2p + 1. The
+  // half steps keep "full" and "free" apart even when the capacity is 1.
+  static constexpr std::uint64_t free_for(std::uint64_t position) noexcept { return 2 * position; }
+  static constexpr std::uint64_t ready_for(std::uint64_t position) noexcept {
+    return 2 * position + 1;
+  }
+
+  // Signed distance of a sequence from what a position expects, robust to wrap-around.
+  static std::int64_t lag(std::uint64_t sequence, std::uint64_t expected) noexcept {
+    return static_cast<std::int64_t>(sequence - expected);
+  }
+
+  Cell& cell_at(std::uint64_t position) const noexcept { return cells_[position % capacity_]; }
+
+  // --- producers ---
+
+  // Claims one free cell for a push; `none` when the ring is full, `ended` once closed.
+  Claim claim_for_push(std::uint64_t& position, std::uint64_t limit) {
+    return claim_run_for_push(position, limit) > 0 ? Claim::claimed
+           : closed()                              ? Claim::ended
+                                                   : Claim::none;
+  }
+
+  // Claims up to `limit` consecutive free cells with one compare-exchange; returns how many.
+  std::uint64_t claim_run_for_push(std::uint64_t& position, std::uint64_t limit) {
+    // Relaxed: only arbitrates between producers; the cells' sequences carry the data.
+    std::uint64_t word = enqueue_.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((word & closed_bit) != 0) return 0;
+      // Acquire pairs with the consumer's store of the sequence: the cell's old element is gone.
+      const std::int64_t first_lag =
+          lag(cell_at(word).sequence.load(std::memory_order_acquire), free_for(word));
+      if (first_lag < 0) return 0;  // full: the previous lap's item is still there
+      if (first_lag > 0) {          // another producer claimed it meanwhile
+        word = enqueue_.load(std::memory_order_relaxed);
+        continue;
+      }
+      std::uint64_t count = 1;
+      while (count < limit && lag(cell_at(word + count).sequence.load(std::memory_order_acquire),
+                                  free_for(word + count)) == 0) {
+        ++count;
+      }
+      // Relaxed: see above. Fails if another producer moved on or the closed bit appeared.
+      if (enqueue_.compare_exchange_weak(word, word + count, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+        position = word;
+        return count;
+      }
+    }
+  }
+
+  void fill(std::uint64_t position, T& value) {
+    Cell& cell = cell_at(position);
+    cell.slot.construct(std::move(value));
+    // seq_cst: a release for the element (pairs with the consumer's acquire of the sequence) and
+    // the store half of the Dekker pairing with consumers_waiting_.
+    cell.sequence.store(ready_for(position), std::memory_order_seq_cst);
+  }
+
+  void wait_for_space() {
+    if (detail::spin_until([this] { return space_or_end(std::memory_order_relaxed); })) return;
+    // seq_cst: the store half of the Dekker pairing with consumers that free a cell, and close().
+    producers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    if (space_or_end(std::memory_order_seq_cst)) {
+      withdraw(producers_waiting_, free_slots_);
+      return;
+    }
+    free_slots_.acquire();
+  }
+
+  bool space_or_end(std::memory_order order) const noexcept {
+    const std::uint64_t word = enqueue_.load(order);
+    if ((word & closed_bit) != 0) return true;
+    return lag(cell_at(word).sequence.load(order), free_for(word)) >= 0;
+  }
+
+  // --- consumers ---
+
+  // Claims up to `limit` consecutive ready cells; `none` when the ring is empty, `ended` at the
+  // end of stream or after an abort. With `wait_for_writers`, a closed ring whose last pushes are
+  // still being written waits for them instead of reporting `none`.
+  Claim claim_for_pop(std::uint64_t& position, std::uint64_t& count, std::uint64_t limit,
+                      bool wait_for_writers = true) {
+    for (;;) {
+      // Relaxed: an abort that happened before this call is seen by coherence.
+      if (aborted_.load(std::memory_order_relaxed)) [[unlikely]] {
+        discard_pending();
+        return Claim::ended;
+      }
+      count = claim_run_for_pop(position, limit);
+      if (count > 0) return Claim::claimed;
+      // Acquire pairs with close().
+      const std::uint64_t word = enqueue_.load(std::memory_order_acquire);
+      if ((word & closed_bit) == 0) return Claim::none;
+      if ((word & index_mask) == dequeue_.load(std::memory_order_relaxed)) {
+        // The end: make sure no consumer still sleeps (one may have announced before the close).
+        wake_all(consumers_waiting_, items_);
+        return Claim::ended;
+      }
+      if (!wait_for_writers) return Claim::none;
+      // A push claimed its cell before the close and is still writing it: it will not be long.
+      std::this_thread::yield();
+    }
+  }
+
+  // Claims up to `limit` consecutive ready cells with one compare-exchange; returns how many.
+  std::uint64_t claim_run_for_pop(std::uint64_t& position, std::uint64_t limit) {
+    // Relaxed: only arbitrates between consumers; the cells' sequences carry the data.
+    std::uint64_t head = dequeue_.load(std::memory_order_relaxed);
+    for (;;) {
+      // Acquire pairs with the producer's store of the sequence: the element is complete.
+      const std::int64_t first_lag =
+          lag(cell_at(head).sequence.load(std::memory_order_acquire), ready_for(head));
+      if (first_lag < 0) return 0;  // empty, or its push is still writing it
+      if (first_lag > 0) {          // another consumer took it meanwhile
+        head = dequeue_.load(std::memory_order_relaxed);
+        continue;
+      }
+      std::uint64_t count = 1;
+      while (count < limit && lag(cell_at(head + count).sequence.load(std::memory_order_acquire),
+                                  ready_for(head + count)) == 0) {
+        ++count;
+      }
+      if (dequeue_.compare_exchange_weak(head, head + count, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+        position = head;
+        return count;
+      }
+    }
+  }
+
+  std::optional<T> take_one(std::uint64_t position) {
+    std::optional<T> value(cell_at(position).slot.take());
+    free_cell(position);
+    wake(producers_waiting_, free_slots_, 1);
+    return value;
+  }
+
+  // Frees the cell of `position` after its element was moved out and destroyed.
+  void free_cell(std::uint64_t position) {
+    // seq_cst: a release for the slot (pairs with the producer's acquire of the sequence) and the
+    // store half of the Dekker pairing with producers_waiting_.
+    cell_at(position).sequence.store(free_for(position + capacity_), std::memory_order_seq_cst);
+  }
+
+  template <class OutputIt>
+  std::size_t take_run(std::uint64_t position, std::uint64_t count, OutputIt& out) {
+    // Frees the whole run, and destroys what was not taken, even if writing to `out` throws.
+    struct RunReleaser {
+      MpmcBoundedQueue& queue;
+      std::uint64_t position;
+      std::uint64_t count;
+      std::uint64_t taken = 0;
+      ~RunReleaser() {
+        for (std::uint64_t i = taken; i < count; ++i)
+          queue.cell_at(position + i).slot.destroy();
+        queue.free_run(position, count);
+      }
+    } releaser{*this, position, count};
+    for (; releaser.taken < count;) {
+      T value = cell_at(position + releaser.taken).slot.take();
+      ++releaser.taken;
+      *out = std::move(value);
+      ++out;
+    }
+    return static_cast<std::size_t>(count);
+  }
+
+  void wait_for_items() {
+    if (detail::spin_until([this] { return item_or_end(std::memory_order_relaxed); })) return;
+    // seq_cst: the store half of the Dekker pairing with producers that fill a cell, and close().
+    consumers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    if (item_or_end(std::memory_order_seq_cst)) {
+      withdraw(consumers_waiting_, items_);
+      return;
+    }
+    items_.acquire();
+  }
+
+  bool item_or_end(std::memory_order order) const noexcept {
+    if ((enqueue_.load(order) & closed_bit) != 0) return true;
+    const std::uint64_t head = dequeue_.load(order);
+    return lag(cell_at(head).sequence.load(order), ready_for(head)) >= 0;
+  }
+
+  // Destroys every item that is ready now; one still being written is left for later.
+  void discard_pending() {
+    std::uint64_t position = 0;
+    for (;;) {
+      const std::uint64_t count = claim_run_for_pop(position, capacity_);
+      if (count == 0) return;
+      for (std::uint64_t i = 0; i < count; ++i)
+        cell_at(position + i).slot.destroy();
+      free_run(position, count);
+    }
+  }
+
+  void free_run(std::uint64_t position, std::uint64_t count) {
+    for (std::uint64_t i = count; i-- > 1;) {
+      // Release pairs with the producer's acquire; the first cell's store covers the run.
+      cell_at(position + i)
+          .sequence.store(free_for(position + i + capacity_), std::memory_order_release);
+    }
+    free_cell(position);
+    wake(producers_waiting_, free_slots_, count);
+  }
+
+  // --- waking ---
+
+  // Takes up to `count` waiters off `waiting` and releases one token for each.
+  static void wake(std::atomic<std::int32_t>& waiting, Semaphore& tokens, std::uint64_t count) {
+    // seq_cst load: the load half of the Dekker pairing with the waiter's fetch_add.
+    std::int32_t waiters = waiting.load(std::memory_order_seq_cst);
+    while (waiters > 0) {
+      const auto woken = static_cast<std::int32_t>(
+          std::min<std::uint64_t>(static_cast<std::uint64_t>(waiters), count));
+      // seq_cst: arbitrates with other wakers and with waiters that withdraw; a failure re-reads
+      // the count, which stays part of the Dekker pairing.
+      if (waiting.compare_exchange_weak(waiters, waiters - woken, std::memory_order_seq_cst,
+                                        std::memory_order_seq_cst)) {
+        tokens.release(woken);
+        return;
+      }
+    }
+  }
+
+  static void wake_all(std::atomic<std::int32_t>& waiting, Semaphore& tokens) {
+    // seq_cst load: the load half of the Dekker pairing with the waiter's fetch_add.
+    if (waiting.load(std::memory_order_seq_cst) == 0) return;
+    const std::int32_t waiters = waiting.exchange(0, std::memory_order_acq_rel);
+    if (waiters > 0) tokens.release(waiters);
+  }
+
+  // A waiter that need not sleep after all takes itself off the count; if a waker already did,
+  // it takes the token that waker released for it.
+  static void withdraw(std::atomic<std::int32_t>& waiting, Semaphore& tokens) {
+    std::int32_t waiters = waiting.load(std::memory_order_relaxed);
+    while (waiters > 0) {
+      // acq_rel: arbitrates with wakers.
+      if (waiting.compare_exchange_weak(waiters, waiters - 1, std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+        return;
+      }
+    }
+    tokens.acquire();
+  }
+
+  // Read-only after construction.
+  const std::size_t capacity_;
+  const std::unique_ptr<Cell[]> cells_;
+
+  // The next position to fill, plus the closed bit.
+  alignas(64) std::atomic<std::uint64_t> enqueue_{0};
+  // The next position to empty.
+  alignas(64) std::atomic<std::uint64_t> dequeue_{0};
+
+  // Read on every operation, written only when threads sleep or the queue is aborted.
+  alignas(64) std::atomic<std::int32_t> consumers_waiting_{0};
+  std::atomic<std::int32_t> producers_waiting_{0};
+  std::atomic<bool> aborted_{false};
+
+  Semaphore items_;
+  Semaphore free_slots_;
+};
+
+}  // namespace conveyor::sync
