@@ -24,40 +24,48 @@
 //   1) blocks until there is at least one item or the end, and returns 0 only at the end.
 // - close() is the done sentinel and is linearisable: a push that returned true happened before it
 //   and its item will be popped (unless the queue is aborted); a push that starts after it fails.
+//   close() from another thread may wait briefly for a push that is publishing.
 // - abort() wakes every blocked caller. Pending items are destroyed by the consumer's next call, or
 //   by the destructor, whichever comes first; abort() itself never touches a slot, because it may
 //   run on any thread while the producer or the consumer is using one.
 //
 // Progress and cost: a push or pop that finds room or an item costs the ring's index operations
-// (one seq_cst read-modify-write or store of its own index; the other side's index is read only
-// when the cached copy says full or empty) plus one load of a rarely written "is the other side
-// asleep?" flag. No semaphore is touched unless a side sleeps. A side that finds the ring full or
-// empty spins briefly, then announces that it sleeps and blocks on a Semaphore (free slots for the
-// producer, items for the consumer). The bulk forms publish a whole batch with one index update
-// and at most one wake-up.
+// (a release store of its own index; the other side's index is read only when the cached copy
+// says full or empty) plus a load of a rarely written "is the other side asleep?" flag. No
+// read-modify-write, no fence instruction and no semaphore on that path: the store-load pairings
+// that keep a wake-up from being lost are asymmetric (detail/asymmetric_fence.hpp), so their full
+// barrier is paid by the side that is about to sleep, or by close(), not by every operation. A side
+// that finds the ring full or empty spins for an adaptive while, then announces that it sleeps and
+// blocks on a Semaphore (free slots for the producer, items for the consumer). The bulk forms
+// publish a whole batch with one index update and at most one wake-up.
 //
 // Memory ordering:
-// - Elements: the producer constructs an element, then publishes its tail index with a seq_cst
-//   compare-exchange on `tail_` (a release); the consumer's acquire load of `tail_` pairs with it
-//   and makes the element visible. The consumer moves an element out and destroys it, then
-//   publishes `head_` with a seq_cst store (a release); the producer's acquire load of `head_`
-//   pairs with it, so the slot is reused only after its old element is gone.
-// - End of stream: close() sets the closed bit in `tail_` with a seq_cst fetch_or. Because the
-//   producer publishes with a compare-exchange that expects the bit clear, no element can be
-//   published after the bit is set; a consumer that reads the bit (acquire, pairing with the
-//   fetch_or) together with the final index knows it has seen every element. abort() stores
-//   `aborted_` (seq_cst) before it sets the same bit, so a consumer that sees the bit and then
-//   reads `aborted_` sees the abort.
-// - Sleeping without a lost wake-up is a store-load (Dekker) pairing, so those operations are
-//   seq_cst. The consumer stores `consumer_sleeping_ = true` and then loads `tail_`; the producer
-//   (and close/abort) updates `tail_` and then loads `consumer_sleeping_`. In the single total
-//   order one of the two loads sees the other's store: either the consumer sees the new item or the
-//   end and does not sleep, or the producer sees the flag. The producer side is symmetric with
-//   `producer_sleeping_` and `head_` (and `tail_`'s closed bit for close/abort).
-// - A waker clears the flag with an exchange and releases one token only if it found the flag set,
-//   so each announcement yields at most one token. A side that announced and then found it need not
-//   sleep clears its own flag with an exchange; if a waker got there first, it acquires the token
-//   that waker is about to release. So the semaphores hold no token whenever no side is asleep.
+// - Elements: the producer constructs an element, then publishes `tail_` with a release store;
+//   the consumer's acquire load of `tail_` pairs with it and makes the element visible. The
+//   consumer moves an element out and destroys it, then publishes `head_` with a release store;
+//   the producer's acquire load of `head_` pairs with it, so a slot is reused only after its old
+//   element is gone.
+// - Sleeping without a lost wake-up is a store-load (Dekker) pairing. The consumer stores
+//   `consumer_sleeping_`, runs the heavy asymmetric fence, and re-reads `tail_` and `ended_`; the
+//   producer stores `tail_`, runs the light fence, and reads `consumer_sleeping_`. One of the two
+//   reads sees the other's store: the consumer sees the item and does not sleep, or the producer
+//   sees the flag and wakes it. The producer's sleep on a full ring is the same with `head_` and
+//   `producer_sleeping_`. close() takes part with seq_cst operations, which pair with the sleeper's
+//   seq_cst store and loads around its heavy fence.
+// - A waker clears the flag with an exchange and releases one token only if it found the flag
+//   set, so each announcement yields at most one token. A side that announced and then found it
+//   need not sleep clears its own flag with an exchange; if a waker got there first, it acquires
+//   the token that waker is about to release. So the semaphores hold no token whenever no side is
+//   asleep.
+// - End of stream, linearisable without a read-modify-write on the producer's path: a push opens
+//   a publishing window (`publishing_`, relaxed store, light fence) and then checks `closed_`;
+//   close() stores `closed_` (seq_cst), runs the heavy fence, and waits until no window is open
+//   (acquire, pairing with the release that closes the window after the store of `tail_`). So a
+//   push either sees `closed_` and fails, or close() waits for its item to be published. Only then
+//   does close() set `ended_` (seq_cst, a release); a consumer that reads `ended_` with acquire
+//   knows that `tail_` is final.
+// - abort() stores `aborted_` (seq_cst) before close() sets `ended_`, so a consumer that has seen
+//   `ended_` sees the abort on its next call.
 // - The role guards use acquire/release among themselves and add nothing the queue relies on.
 #pragma once
 
@@ -68,11 +76,13 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
+#include "conveyor/sync/detail/adaptive_spin.hpp"
+#include "conveyor/sync/detail/asymmetric_fence.hpp"
 #include "conveyor/sync/detail/contract.hpp"
-#include "conveyor/sync/detail/queue_backoff.hpp"
 #include "conveyor/sync/detail/queue_role_guard.hpp"
 #include "conveyor/sync/detail/ring_slot.hpp"
 #include "conveyor/sync/semaphore.hpp"
@@ -96,7 +106,7 @@ class BoundedQueue {
 
   ~BoundedQueue() {
     std::uint64_t position = head_.load(std::memory_order_acquire);
-    const std::uint64_t end = tail_.load(std::memory_order_acquire) & index_mask;
+    const std::uint64_t end = tail_.load(std::memory_order_acquire);
     for (; position != end; ++position)
       slots_[position % capacity_].destroy();
   }
@@ -114,8 +124,8 @@ class BoundedQueue {
 
   [[nodiscard]] bool try_push(T& value) {
     detail::QueueRoleGuard::Scope role(producer_role_, producer_violation);
-    // Relaxed: the producer's own word; the compare-exchange in publish() has the last say.
-    if ((tail_.load(std::memory_order_relaxed) & closed_bit) != 0 || !has_space()) return false;
+    // Relaxed: a hint; publish() has the last say.
+    if (closed_.load(std::memory_order_relaxed) || !has_space()) return false;
     detail::RingSlot<T>& slot = slots_[producer_slot_];
     slot.construct(std::move(value));
     if (!publish(1)) {
@@ -193,38 +203,44 @@ class BoundedQueue {
   }
 
   void close() {
-    // seq_cst: a release for the consumer that reads the bit, and the store half of the Dekker
-    // pairings with both sleep flags.
-    tail_.fetch_or(closed_bit, std::memory_order_seq_cst);
-    wake_consumer();
-    wake_producer();
+    // seq_cst: the rare side of the asymmetric pairing with publish() (closed_ against
+    // publishing_), and the store half of the Dekker pairing with a producer asleep on full.
+    closed_.store(true, std::memory_order_seq_cst);
+    detail::asymmetric_fence_heavy();
+    // Grace period: a push that did not see closed_ is inside its publishing window; wait for it
+    // to publish. The window holds no wait, so this is short. Acquire pairs with the release that
+    // closes the window, which follows the push's store of tail_.
+    while (publishing_.load(std::memory_order_acquire))
+      std::this_thread::yield();
+    // Every push that will ever succeed has now published: tail_ is final. seq_cst: a release
+    // for the consumer's acquire of ended_, and the store half of the Dekker pairing with a
+    // consumer asleep on empty.
+    ended_.store(true, std::memory_order_seq_cst);
+    wake_consumer(std::memory_order_seq_cst);
+    wake_producer(std::memory_order_seq_cst);
   }
 
   void abort() {
-    // seq_cst: ordered before the closed bit below, which the consumer reads with acquire.
+    // seq_cst: ordered before ended_ (set by close() below), which the consumer reads with
+    // acquire before it reads aborted_ again.
     aborted_.store(true, std::memory_order_seq_cst);
     close();
   }
 
-  [[nodiscard]] bool closed() const noexcept {
-    // Acquire pairs with the fetch_or in close().
-    return (tail_.load(std::memory_order_acquire) & closed_bit) != 0;
-  }
+  [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
 
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
   [[nodiscard]] std::size_t size_approx() const noexcept {
     // Relaxed: a snapshot. Reading head first keeps the difference from going negative.
     const std::uint64_t head = head_.load(std::memory_order_relaxed);
-    const std::uint64_t tail = tail_.load(std::memory_order_relaxed) & index_mask;
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
     return static_cast<std::size_t>(std::min<std::uint64_t>(tail - head, capacity_));
   }
 
  private:
   enum class Poll { ready, empty, ended };
 
-  static constexpr std::uint64_t closed_bit = std::uint64_t{1} << 63;
-  static constexpr std::uint64_t index_mask = closed_bit - 1;
   static constexpr const char* producer_violation =
       "BoundedQueue: two threads are pushing at once into a single-producer queue";
   static constexpr const char* consumer_violation =
@@ -252,24 +268,25 @@ class BoundedQueue {
   bool wait_for_space() {
     while (!has_space()) {
       // Relaxed: only a hint here; the sleep path re-reads it with seq_cst.
-      if ((tail_.load(std::memory_order_relaxed) & closed_bit) != 0) return false;
+      if (closed_.load(std::memory_order_relaxed)) return false;
       sleep_until_space();
     }
     return true;
   }
 
   void sleep_until_space() {
-    const bool changed = detail::spin_until([this] {
+    const bool changed = producer_spin_.spin([this] {
       // Relaxed: hints; the caller re-reads with acquire.
       return head_.load(std::memory_order_relaxed) != cached_head_ ||
-             (tail_.load(std::memory_order_relaxed) & closed_bit) != 0;
+             closed_.load(std::memory_order_relaxed);
     });
     if (changed) return;
-    // seq_cst: the store half of the Dekker pairing with wake_producer() callers.
+    // The rare side of the pairings with wake_producer(): the consumer's store of head_ is
+    // followed by a light fence, close()'s store of closed_ by a seq_cst load.
     producer_sleeping_.store(true, std::memory_order_seq_cst);
-    // seq_cst: the load half; head_ pairs with pop's store, tail_'s bit with close().
+    detail::asymmetric_fence_heavy();
     const std::uint64_t head = head_.load(std::memory_order_seq_cst);
-    const bool ended = (tail_.load(std::memory_order_seq_cst) & closed_bit) != 0;
+    const bool ended = closed_.load(std::memory_order_seq_cst);
     if (producer_tail_ - head < capacity_ || ended) {
       // acq_rel: arbitrates with a waker's exchange; if the waker won, take the token it releases.
       if (!producer_sleeping_.exchange(false, std::memory_order_acq_rel)) free_slots_.acquire();
@@ -281,24 +298,34 @@ class BoundedQueue {
   // Publishes `count` constructed elements after producer_tail_; false if the queue was closed
   // first, in which case the elements are still the producer's to destroy.
   bool publish(std::uint64_t count) {
-    std::uint64_t expected = producer_tail_;
-    // seq_cst: a release for the elements (pairs with the consumer's acquire of tail_) and the
-    // store half of the Dekker pairing with consumer_sleeping_. Fails if the closed bit is set.
-    if (!tail_.compare_exchange_strong(expected, producer_tail_ + count, std::memory_order_seq_cst,
-                                       std::memory_order_relaxed)) {
+    // The publishing window: close() waits for a window it did not stop. Relaxed store, light
+    // fence, relaxed load: the fast side of the asymmetric pairing with close() (closed_ against
+    // publishing_), so either this push sees closed_ or close() sees the window open.
+    publishing_.store(true, std::memory_order_relaxed);
+    detail::asymmetric_fence_light();
+    if (closed_.load(std::memory_order_relaxed)) {
+      publishing_.store(false, std::memory_order_relaxed);
       return false;
     }
     producer_tail_ += count;
+    // Release: the elements, for the consumer's acquire of tail_.
+    tail_.store(producer_tail_, std::memory_order_release);
+    // Release: close()'s acquire of the window's end makes the store of tail_ visible to it.
+    publishing_.store(false, std::memory_order_release);
     producer_slot_ += static_cast<std::size_t>(count);
     if (producer_slot_ >= capacity_) producer_slot_ -= capacity_;
-    wake_consumer();
+    // The fast side of the asymmetric pairing with wait_for_items(): tail_ against
+    // consumer_sleeping_.
+    detail::asymmetric_fence_light();
+    wake_consumer(std::memory_order_relaxed);
     return true;
   }
 
-  void wake_consumer() {
-    // seq_cst load: the load half of the Dekker pairing with wait_for_items(). The exchange makes
-    // sure one announcement yields one token, whoever else is waking.
-    if (consumer_sleeping_.load(std::memory_order_seq_cst) &&
+  // `order` is relaxed after a light fence (the asymmetric pairing) and seq_cst after a seq_cst
+  // store (close(), the symmetric pairing). The exchange makes sure that one announcement yields
+  // one token, whoever else is waking.
+  void wake_consumer(std::memory_order order) {
+    if (consumer_sleeping_.load(order) &&
         consumer_sleeping_.exchange(false, std::memory_order_acq_rel)) {
       items_.release();
     }
@@ -314,26 +341,32 @@ class BoundedQueue {
       return Poll::ended;
     }
     if (consumer_head_ != cached_tail_) return Poll::ready;
-    // Acquire pairs with publish() (the elements) and close() (the bit).
-    const std::uint64_t tail = tail_.load(std::memory_order_acquire);
-    cached_tail_ = tail & index_mask;
+    // Acquire pairs with publish(): the elements.
+    cached_tail_ = tail_.load(std::memory_order_acquire);
     if (consumer_head_ != cached_tail_) return Poll::ready;
-    if ((tail & closed_bit) == 0) return Poll::empty;
-    // Closed and drained; if it was an abort, there is nothing to discard either.
+    // Acquire pairs with close(): every successful push has published, so tail_ is final.
+    if (!ended_.load(std::memory_order_acquire)) return Poll::empty;
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    if (consumer_head_ != cached_tail_) return Poll::ready;
+    // Closed and drained. After an abort, the next call discards whatever is left.
     return Poll::ended;
   }
 
   void wait_for_items() {
     // Any change of tail_ means a new item or the closed bit. Relaxed: a hint; poll_items()
     // re-reads.
-    if (detail::spin_until(
-            [this] { return tail_.load(std::memory_order_relaxed) != consumer_head_; })) {
+    if (consumer_spin_.spin([this] {
+          return tail_.load(std::memory_order_relaxed) != consumer_head_ ||
+                 ended_.load(std::memory_order_relaxed);
+        })) {
       return;
     }
-    // seq_cst: the store half of the Dekker pairing with wake_consumer() callers.
+    // The rare side of the pairings with wake_consumer(): publish() stores tail_ and then runs a
+    // light fence, close() stores ended_ with seq_cst and then loads with seq_cst.
     consumer_sleeping_.store(true, std::memory_order_seq_cst);
-    // seq_cst: the load half. Equal means no new item and no closed bit.
-    if (tail_.load(std::memory_order_seq_cst) != consumer_head_) {
+    detail::asymmetric_fence_heavy();
+    if (tail_.load(std::memory_order_seq_cst) != consumer_head_ ||
+        ended_.load(std::memory_order_seq_cst)) {
       // acq_rel: arbitrates with a waker's exchange; if the waker won, take the token it releases.
       if (!consumer_sleeping_.exchange(false, std::memory_order_acq_rel)) items_.acquire();
       return;
@@ -352,7 +385,7 @@ class BoundedQueue {
   std::size_t take_many(OutputIt& out, std::size_t max) {
     if (cached_tail_ - consumer_head_ < max) {
       // Acquire pairs with publish(): take everything that is there, up to max.
-      cached_tail_ = tail_.load(std::memory_order_acquire) & index_mask;
+      cached_tail_ = tail_.load(std::memory_order_acquire);
     }
     const std::uint64_t count = std::min<std::uint64_t>(cached_tail_ - consumer_head_, max);
     // Publishes the slots taken so far even if writing to `out` throws.
@@ -376,15 +409,17 @@ class BoundedQueue {
   // Hands `count` slots after consumer_head_ back to the producer.
   void release_slots(std::uint64_t count) {
     consumer_head_ += count;
-    // seq_cst: a release for the destroyed elements (pairs with the producer's acquire of head_)
-    // and the store half of the Dekker pairing with producer_sleeping_.
-    head_.store(consumer_head_, std::memory_order_seq_cst);
-    wake_producer();
+    // Release: the destroyed elements, for the producer's acquire of head_.
+    head_.store(consumer_head_, std::memory_order_release);
+    // The fast side of the asymmetric pairing with sleep_until_space(): head_ against
+    // producer_sleeping_.
+    detail::asymmetric_fence_light();
+    wake_producer(std::memory_order_relaxed);
   }
 
-  void wake_producer() {
-    // seq_cst load: the load half of the Dekker pairing with sleep_until_space().
-    if (producer_sleeping_.load(std::memory_order_seq_cst) &&
+  // As wake_consumer().
+  void wake_producer(std::memory_order order) {
+    if (producer_sleeping_.load(order) &&
         producer_sleeping_.exchange(false, std::memory_order_acq_rel)) {
       free_slots_.release();
     }
@@ -394,7 +429,7 @@ class BoundedQueue {
   // element the producer publishes later is left for the next call or the destructor.
   void discard_pending() {
     // Acquire pairs with publish(): the elements are complete.
-    const std::uint64_t end = tail_.load(std::memory_order_acquire) & index_mask;
+    const std::uint64_t end = tail_.load(std::memory_order_acquire);
     if (end == consumer_head_) return;
     const std::uint64_t count = end - consumer_head_;
     for (std::uint64_t i = 0; i < count; ++i) {
@@ -409,24 +444,31 @@ class BoundedQueue {
   const std::size_t capacity_;
   const std::unique_ptr<detail::RingSlot<T>[]> slots_;
 
-  // The producer's line: the published tail (plus the closed bit, which close() and abort() set)
-  // and the producer's private copies.
-  alignas(64) std::atomic<std::uint64_t> tail_{0};
-  std::uint64_t producer_tail_ = 0;
+  // Each index the other side reads has a line of its own, apart from the fields its owner
+  // writes on every operation, so that reading it does not steal those.
+  alignas(64) std::atomic<std::uint64_t> tail_{0};  // published by the producer
+  alignas(64) std::atomic<std::uint64_t> head_{0};  // published by the consumer
+
+  // The producer's private line. publishing_ is read only by close().
+  alignas(64) std::uint64_t producer_tail_ = 0;
   std::uint64_t cached_head_ = 0;
   std::size_t producer_slot_ = 0;
+  std::atomic<bool> publishing_{false};
+  detail::AdaptiveSpin producer_spin_;
   [[no_unique_address]] detail::QueueRoleGuard producer_role_;
 
-  // The consumer's line.
-  alignas(64) std::atomic<std::uint64_t> head_{0};
-  std::uint64_t consumer_head_ = 0;
+  // The consumer's private line.
+  alignas(64) std::uint64_t consumer_head_ = 0;
   std::uint64_t cached_tail_ = 0;
   std::size_t consumer_slot_ = 0;
+  detail::AdaptiveSpin consumer_spin_;
   [[no_unique_address]] detail::QueueRoleGuard consumer_role_;
 
   // Read on every operation, written only when a side sleeps or the queue is aborted.
   alignas(64) std::atomic<bool> consumer_sleeping_{false};
   std::atomic<bool> producer_sleeping_{false};
+  std::atomic<bool> closed_{false};  // close() or abort() began: pushes fail
+  std::atomic<bool> ended_{false};   // and every push that succeeded has published
   std::atomic<bool> aborted_{false};
 
   Semaphore items_;
