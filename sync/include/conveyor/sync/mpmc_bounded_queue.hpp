@@ -71,8 +71,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
-#include "conveyor/sync/detail/queue_backoff.hpp"
 #include "conveyor/sync/detail/ring_slot.hpp"
 #include "conveyor/sync/semaphore.hpp"
 
@@ -320,7 +320,7 @@ class MpmcBoundedQueue {
   }
 
   void wait_for_space() {
-    if (detail::spin_until([this] { return space_or_end(std::memory_order_relaxed); })) return;
+    if (producer_spin_.spin([this] { return space_or_end(std::memory_order_relaxed); })) return;
     // seq_cst: the store half of the Dekker pairing with consumers that free a cell, and close().
     producers_waiting_.fetch_add(1, std::memory_order_seq_cst);
     if (space_or_end(std::memory_order_seq_cst)) {
@@ -429,7 +429,7 @@ class MpmcBoundedQueue {
   }
 
   void wait_for_items() {
-    if (detail::spin_until([this] { return item_or_end(std::memory_order_relaxed); })) return;
+    if (consumer_spin_.spin([this] { return item_or_end(std::memory_order_relaxed); })) return;
     // seq_cst: the store half of the Dekker pairing with producers that fill a cell, and close().
     consumers_waiting_.fetch_add(1, std::memory_order_seq_cst);
     if (item_or_end(std::memory_order_seq_cst)) {
@@ -523,6 +523,8 @@ class MpmcBoundedQueue {
 
   Semaphore items_;
   Semaphore free_slots_;
+  detail::AdaptiveSpin producer_spin_;
+  detail::AdaptiveSpin consumer_spin_;
 };
 
 }  // namespace conveyor::sync

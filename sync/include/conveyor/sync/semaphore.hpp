@@ -33,7 +33,7 @@
 //   and then reads `waiters_`. In the single total order one of the two reads sees the other's
 //   write: either the sleeper sees the token and does not sleep, or the releaser sees the sleeper
 //   and wakes it. The kernel re-checks `count_ == 0` atomically as it puts the sleeper to sleep.
-// - `spin_estimate_` is a heuristic and is relaxed.
+// - The spin estimate (detail/adaptive_spin.hpp) is a heuristic and is relaxed.
 #pragma once
 
 #include <algorithm>
@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/futex.hpp"
 
@@ -101,10 +102,6 @@ class Semaphore {
   }
 
  private:
-  static constexpr std::int32_t min_spins = 64;
-  static constexpr std::int32_t max_spins = 4096;
-  static constexpr std::int32_t yield_every = 128;
-
   // Spins for a while; true if it took a token meanwhile.
   bool spin_then_try() noexcept;
   void acquire_slow();
@@ -113,7 +110,7 @@ class Semaphore {
   // One cache line: release() touches count_ and reads waiters_ on every call.
   alignas(64) detail::FutexWord count_;
   std::atomic<std::int32_t> waiters_{0};
-  std::atomic<std::int32_t> spin_estimate_{0};
+  detail::AdaptiveSpin spin_;
 };
 
 }  // namespace conveyor::sync

@@ -1,35 +1,11 @@
-// The waiting paths of conveyor::sync::Semaphore: adaptive spinning, then the futex.
+// The waiting paths of conveyor::sync::Semaphore: an adaptive spin, then the futex.
 // Included at the end of semaphore.hpp; not a public header.
 #pragma once
-
-#include <thread>
-
-#include "conveyor/sync/detail/cpu_relax.hpp"
 
 namespace conveyor::sync {
 
 inline bool Semaphore::spin_then_try() noexcept {
-  // The estimate follows the number of rounds that recent waits needed. A wait that succeeds after
-  // k rounds pulls it towards k, so that a busy hand-off spins about twice what it needs. A wait
-  // that fails pulls it towards the limit: once one side of a hand-off sleeps, the other must spin
-  // for longer than a wake-up takes, or every later hand-off costs two sleeps.
-  const std::int32_t estimate = spin_estimate_.load(std::memory_order_relaxed);
-  const std::int32_t limit = std::min(max_spins, 2 * estimate + min_spins);
-  for (std::int32_t spins = 0; spins < limit; ++spins) {
-    // Now and then give the core away: when threads outnumber cores, the thread that will release
-    // may be waiting for this very core, and spinning would only delay it.
-    if (spins % yield_every == yield_every - 1) {
-      std::this_thread::yield();
-    } else {
-      detail::cpu_relax();
-    }
-    if (count_.load(std::memory_order_relaxed) > 0 && try_acquire()) {
-      spin_estimate_.store(estimate + (spins - estimate) / 8, std::memory_order_relaxed);
-      return true;
-    }
-  }
-  spin_estimate_.store(estimate + (limit - estimate) / 4, std::memory_order_relaxed);
-  return false;
+  return spin_.spin([this] { return count_.load(std::memory_order_relaxed) > 0 && try_acquire(); });
 }
 
 inline void Semaphore::acquire_slow() {

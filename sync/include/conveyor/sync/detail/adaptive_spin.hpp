@@ -1,0 +1,56 @@
+// AdaptiveSpin: the spin before a sleep, sized by what recent waits needed.
+//
+// A hand-off between two running threads completes in well under a microsecond, while a futex
+// sleep and wake-up costs microseconds, and tens of them on a virtual machine. So a waiter first
+// spins. How long is learnt: a wait that succeeded after k rounds pulls the estimate towards k, so
+// a busy hand-off spins about twice what it needs; a wait that failed pulls it towards the limit,
+// because once one side of a hand-off sleeps, the other must spin for longer than a wake-up takes,
+// or every later hand-off costs two sleeps (a "sleep cascade", 30 times slower here). Every
+// `yield_every` rounds the core is given away: when threads outnumber cores, the thread being
+// waited for may be queued behind the spinner.
+//
+// Contract: any number of threads may share one AdaptiveSpin; the estimate is a relaxed heuristic
+// and carries no synchronisation. `ready` must only read hints; the caller re-checks with the
+// memory order it needs.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+#include "conveyor/sync/detail/cpu_relax.hpp"
+
+namespace conveyor::sync::detail {
+
+class AdaptiveSpin {
+ public:
+  static constexpr std::int32_t min_rounds = 64;
+  static constexpr std::int32_t max_rounds = 4096;
+  static constexpr std::int32_t yield_every = 128;
+
+  // Spins until `ready()` returns true (then true) or the learnt budget is spent (then false).
+  template <class Ready>
+  bool spin(Ready&& ready) noexcept {
+    const std::int32_t estimate = estimate_.load(std::memory_order_relaxed);
+    const std::int32_t limit = std::min(max_rounds, 2 * estimate + min_rounds);
+    for (std::int32_t round = 0; round < limit; ++round) {
+      if (round % yield_every == yield_every - 1) {
+        std::this_thread::yield();
+      } else {
+        cpu_relax();
+      }
+      if (ready()) {
+        estimate_.store(estimate + (round - estimate) / 8, std::memory_order_relaxed);
+        return true;
+      }
+    }
+    estimate_.store(estimate + (limit - estimate) / 4, std::memory_order_relaxed);
+    return false;
+  }
+
+ private:
+  std::atomic<std::int32_t> estimate_{0};
+};
+
+}  // namespace conveyor::sync::detail
