@@ -107,14 +107,11 @@ void run(std::size_t capacity, Form form, std::uint64_t items) {
   expect_every_item_once(received, items);
 }
 
-// At capacities 1 and 2 nearly every item makes one side sleep and the other wake it, which costs
-// microseconds on the shared two-core CI machine; those shapes push a fraction of the item count
-// so that the whole file stays within its time budget.
 TEST(BoundedQueueStress, BlockingCapacityOne) {
-  run(1, Form::blocking, stress_items() / 10);
+  run(1, Form::blocking, stress_items());
 }
 TEST(BoundedQueueStress, BlockingCapacityTwo) {
-  run(2, Form::blocking, stress_items() / 4);
+  run(2, Form::blocking, stress_items());
 }
 TEST(BoundedQueueStress, BlockingCapacitySixtyFour) {
   run(64, Form::blocking, stress_items());
@@ -126,13 +123,13 @@ TEST(BoundedQueueStress, TryFormsCapacitySixtyFour) {
   run(64, Form::polling, stress_items());
 }
 TEST(BoundedQueueStress, TryFormsCapacityOne) {
-  run(1, Form::polling, stress_items() / 4);
+  run(1, Form::polling, stress_items());
 }
 TEST(BoundedQueueStress, BulkFormsCapacity1000) {
   run(1000, Form::bulk, stress_items());
 }
 TEST(BoundedQueueStress, BulkFormsCapacityThree) {
-  run(3, Form::bulk, stress_items() / 4);
+  run(3, Form::bulk, stress_items());
 }
 
 // An element that counts live instances, so that a run can prove nothing leaked.

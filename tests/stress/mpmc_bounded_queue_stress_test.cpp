@@ -181,17 +181,16 @@ TEST(MpmcBoundedQueueStress, FourToFour) {
   run(4, 4, 64, Form::blocking, stress_items());
 }
 TEST(MpmcBoundedQueueStress, CapacityOneTwoToTwo) {
-  // Every item is a sleep and a wake-up at capacity 1 with four threads on two cores.
-  run(2, 2, 1, Form::blocking, stress_items() / 10);
+  run(2, 2, 1, Form::blocking, stress_items());
 }
 TEST(MpmcBoundedQueueStress, TryFormsTwoToTwo) {
-  run(2, 2, 64, Form::polling, stress_items() / 2);
+  run(2, 2, 64, Form::polling, stress_items());
 }
 TEST(MpmcBoundedQueueStress, BulkFormsTwoToTwo) {
   run(2, 2, 256, Form::bulk, stress_items());
 }
 TEST(MpmcBoundedQueueStress, MixedFormsFourToFour) {
-  run(4, 4, 16, Form::mixed, stress_items() / 2);
+  run(4, 4, 16, Form::mixed, stress_items());
 }
 
 struct Tracked {
