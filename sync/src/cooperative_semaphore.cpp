@@ -219,6 +219,10 @@ void CooperativeSemaphore::block_thread(Waiter& waiter) {
     std::lock_guard lock(mutex_);
     if (take_pending_grant_or_queue(waiter)) return;
   }
+  // A hand-off between running threads is over long before a futex sleep would be: spin first.
+  // Relaxed: a hint; the loop below re-reads with acquire.
+  thread_spin_.spin(
+      [&] { return waiter.load_state(std::memory_order_relaxed) != WaiterState::waiting; });
   // A grant that lands before we sleep changes the word, and the futex returns at once.
   while (waiter.load_state(std::memory_order_acquire) == WaiterState::waiting) {
     if (waiter.deadline == detail::no_deadline) {

@@ -71,6 +71,7 @@
 #include <limits>
 #include <mutex>
 
+#include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/cooperative_waiter.hpp"
 
@@ -183,6 +184,8 @@ class CooperativeSemaphore {
   // have decremented the count but not yet queued. Negative: grants that timed-out waiters took
   // before the release that promised them got here to deliver them.
   std::int32_t grant_balance_ = 0;
+  // How long a blocked thread spins on its node before it sleeps.
+  detail::AdaptiveSpin thread_spin_;
 };
 
 }  // namespace conveyor::sync
