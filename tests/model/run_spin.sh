@@ -32,7 +32,7 @@ if [ -n "$ltl" ]; then
   cc -O2 -w ${CC_FLAGS:-} -o pan pan.c
   ./pan -a -f -N "$ltl" "${pan_flags[@]}" > pan.log 2>&1 || true
 else
-  cc -O2 -w -DSAFETY ${CC_FLAGS:-} -o pan pan.c
+  cc -O2 -w -DSAFETY -DNOCLAIM ${CC_FLAGS:-} -o pan pan.c
   ./pan "${pan_flags[@]}" > pan.log 2>&1 || true
 fi
 
