@@ -45,6 +45,7 @@
 #include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/futex.hpp"
+#include "conveyor/sync/detail/token_count.hpp"
 
 namespace conveyor::sync {
 
@@ -67,23 +68,15 @@ class Semaphore {
   }
 
   [[nodiscard]] bool try_acquire() noexcept {
-    std::int32_t count = count_.load(std::memory_order_relaxed);
-    while (count > 0) {
-      // Acquire pairs with the release in release().
-      if (count_.compare_exchange_weak(count, count - 1, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-        return true;
-      }
-    }
-    return false;
+    // Acquire (inside): pairs with the release order of release().
+    return detail::try_take_token(count_);
   }
 
   template <class Rep, class Period>
   [[nodiscard]] bool try_acquire_for(const std::chrono::duration<Rep, Period>& timeout) {
     if (try_acquire()) return true;
     if (timeout <= timeout.zero()) return false;
-    return try_acquire_until_slow(std::chrono::steady_clock::now() +
-                                  std::chrono::ceil<std::chrono::steady_clock::duration>(timeout));
+    return try_acquire_until_slow(detail::deadline_after(timeout));
   }
 
   void release(std::int32_t n = 1) {
