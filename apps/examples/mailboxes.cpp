@@ -52,7 +52,7 @@ void print_usage(std::FILE* to) {
 [[noreturn]] void usage_error(const std::string& message) {
   std::fprintf(stderr, "mailboxes: %s\n", message.c_str());
   print_usage(stderr);
-  std::exit(2);
+  std::exit(2);  // NOLINT(concurrency-mt-unsafe): flags are parsed before any thread starts
 }
 
 std::uint64_t parse_count(const std::string& flag, const char* text, std::uint64_t low,
@@ -76,7 +76,7 @@ Options parse_options(int argc, char** argv) {
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     if (flag == "--help" || flag == "-h") {
       print_usage(stdout);
-      std::exit(0);
+      std::exit(0);  // NOLINT(concurrency-mt-unsafe): flags are parsed before any thread starts
     } else if (flag == "--consumers") {
       options.consumers = parse_count(argv[i], value, 1, max_consumers);
       ++i;

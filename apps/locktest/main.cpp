@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -86,7 +87,7 @@ bool write_chart(const std::string& path, const std::vector<RunResult>& runs, do
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_locktest(int argc, char** argv) {
   CLI::App app{"The seed-004 LockTest experiment: group locks under the paper's harness"};
   HarnessOptions options;
   std::vector<std::string> selected;
@@ -170,4 +171,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run_locktest(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "locktest: %s\n", error.what());
+    return 1;
+  }
 }

@@ -6,9 +6,10 @@
 
 namespace conveyor::sync::detail {
 
-void contract_violation(const char* what, std::source_location where) noexcept {
-  std::fprintf(stderr, "conveyor: contract violation: %s\n  at %s:%u in %s\n", what,
-               where.file_name(), static_cast<unsigned>(where.line()), where.function_name());
+void contract_violation(const char* what, const char* file, int line,
+                        const char* function) noexcept {
+  std::fprintf(stderr, "conveyor: contract violation: %s\n  at %s:%d in %s\n", what, file, line,
+               function);
   std::fflush(stderr);
   std::abort();
 }

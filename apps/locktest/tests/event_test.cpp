@@ -43,6 +43,7 @@ TEST(Event, ManualSetReleasesEveryWaiter) {
   Event event(EventReset::manual, false);
   std::atomic<int> passed{0};
   std::vector<std::thread> waiters;
+  waiters.reserve(4);
   for (int index = 0; index < 4; ++index) {
     waiters.emplace_back([&] {
       event.wait();
@@ -66,6 +67,7 @@ TEST(Event, AutomaticSetsHandOverExactlyOncePerSet) {
   std::atomic<int> passed{0};
   std::atomic<int> exited{0};
   std::vector<std::thread> waiters;
+  waiters.reserve(waiter_count);
   for (int index = 0; index < waiter_count; ++index) {
     waiters.emplace_back([&] {
       for (;;) {

@@ -9,20 +9,20 @@
 // checks that cost an atomic operation or more on a hot path.
 #pragma once
 
-#include <source_location>
-
 namespace conveyor::sync::detail {
 
-[[noreturn]] void contract_violation(
-    const char* what, std::source_location where = std::source_location::current()) noexcept;
+// The location comes from the macros below rather than std::source_location, which clang's tools
+// cannot parse with libstdc++ 12.
+[[noreturn]] void contract_violation(const char* what, const char* file, int line,
+                                     const char* function) noexcept;
 
 }  // namespace conveyor::sync::detail
 
-#define CONVEYOR_CONTRACT(condition, what)                \
-  do {                                                    \
-    if (!(condition)) [[unlikely]] {                      \
-      ::conveyor::sync::detail::contract_violation(what); \
-    }                                                     \
+#define CONVEYOR_CONTRACT(condition, what)                                              \
+  do {                                                                                  \
+    if (!(condition)) [[unlikely]] {                                                    \
+      ::conveyor::sync::detail::contract_violation(what, __FILE__, __LINE__, __func__); \
+    }                                                                                   \
   } while (false)
 
 #ifdef NDEBUG
