@@ -14,12 +14,14 @@
 
 #include "conveyor/sync/bounded_queue.hpp"
 #include "stress.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::BoundedQueue;
 using conveyor::testing::stress_items;
+using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
 enum class Form { blocking, polling, bulk };
@@ -132,18 +134,6 @@ TEST(BoundedQueueStress, BulkFormsCapacityThree) {
   run(3, Form::bulk, stress_items());
 }
 
-// An element that counts live instances, so that a run can prove nothing leaked.
-struct Tracked {
-  static inline std::atomic<std::int64_t> alive{0};
-  explicit Tracked(std::uint64_t v) : value(v) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Tracked(Tracked&& other) noexcept : value(other.value) {
-    alive.fetch_add(1, std::memory_order_relaxed);
-  }
-  Tracked& operator=(Tracked&&) = delete;
-  ~Tracked() { alive.fetch_sub(1, std::memory_order_relaxed); }
-  std::uint64_t value;
-};
-
 // Many short runs in which the producer ends the stream at a random point, while the consumer is
 // blocked or busy. With close(), the consumer gets exactly what was pushed, in order; with abort(),
 // a prefix of it, in order; either way nothing leaks.
@@ -173,17 +163,17 @@ void end_races(bool abort, std::uint64_t runs) {
         std::vector<Tracked> batch;
         while (queue.pop_bulk(std::back_inserter(batch), 3) > 0) {
           for (const Tracked& item : batch)
-            popped.push_back(item.value);
+            popped.push_back(item.value());
           batch.clear();
         }
       } else {
         while (auto item = queue.pop())
-          popped.push_back(item->value);
+          popped.push_back(item->value());
       }
       producer.join();
       EXPECT_EQ(pushed, to_push);
     }
-    ASSERT_EQ(Tracked::alive.load(), 0) << "run " << run_index << " leaked";
+    ASSERT_EQ(Tracked::alive(), 0) << "run " << run_index << " leaked";
     if (!abort) {
       ASSERT_EQ(popped.size(), pushed) << "run " << run_index;
     }
@@ -222,11 +212,11 @@ TEST(BoundedQueueStress, AbortFromAnotherThread) {
         queue.abort();
       });
       while (auto item = queue.pop())
-        popped.push_back(item->value);
+        popped.push_back(item->value());
       producer.join();
       aborter.join();
     }
-    ASSERT_EQ(Tracked::alive.load(), 0) << "run " << run_index << " leaked";
+    ASSERT_EQ(Tracked::alive(), 0) << "run " << run_index << " leaked";
     ASSERT_LE(popped.size(), pushed);
     for (std::size_t i = 0; i < popped.size(); ++i)
       ASSERT_EQ(popped[i], i) << "run " << run_index;

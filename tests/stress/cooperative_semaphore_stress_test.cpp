@@ -17,31 +17,19 @@
 
 #include "conveyor/sync/cooperative_semaphore.hpp"
 #include "stress.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::CooperativeSemaphore;
 using conveyor::testing::stress_items;
+using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
 constexpr std::uint64_t mix(std::uint64_t value) {
   return value * 0x9E3779B97F4A7C15u;
 }
-
-// Counts live instances, so that a test can prove it leaked or duplicated none.
-struct Tracked {
-  static inline std::atomic<std::int64_t> live{0};
-  explicit Tracked(std::uint64_t item) : value(item) {
-    live.fetch_add(1, std::memory_order_relaxed);
-  }
-  Tracked(const Tracked& other) : value(other.value) {
-    live.fetch_add(1, std::memory_order_relaxed);
-  }
-  Tracked& operator=(const Tracked&) = default;
-  ~Tracked() { live.fetch_sub(1, std::memory_order_relaxed); }
-  std::uint64_t value;
-};
 
 // How the waiters of a test wait: as tasks in a two-thread arena (they suspend) or as plain
 // threads (they block).
@@ -298,11 +286,12 @@ void hand_off(Waiters kind, std::uint64_t items, std::int32_t slots) {
       for (std::uint64_t i = 0; i < items; ++i) {
         filled.acquire();
         auto& slot = ring[i % ring.size()];
-        out_of_order += slot.has_value() && slot->value == mix(i) ? 0 : 1;
-        if (slot.has_value()) {
-          sum += slot->value;
-          xor_of_items ^= slot->value;
-        }
+        // Tracked holds a signed value; mix() uses every bit, so compare as unsigned.
+        const std::uint64_t value =
+            slot.has_value() ? static_cast<std::uint64_t>(slot->value()) : 0;
+        out_of_order += slot.has_value() && value == mix(i) ? 0 : 1;
+        sum += value;
+        xor_of_items ^= value;
         slot.reset();
         free_slots.release();
       }
@@ -310,7 +299,7 @@ void hand_off(Waiters kind, std::uint64_t items, std::int32_t slots) {
     }
     for (std::uint64_t i = 0; i < items; ++i) {  // producer
       free_slots.acquire();
-      ring[i % ring.size()].emplace(mix(i));
+      ring[i % ring.size()].emplace(static_cast<std::int64_t>(mix(i)));
       expected_sum += mix(i);
       expected_xor ^= mix(i);
       filled.release();
@@ -321,7 +310,7 @@ void hand_off(Waiters kind, std::uint64_t items, std::int32_t slots) {
   EXPECT_EQ(xor_of_items, expected_xor);
   EXPECT_EQ(filled.available(), 0);
   EXPECT_EQ(free_slots.available(), slots);
-  EXPECT_EQ(Tracked::live.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
 // Scaled down from stress_items(): through one slot nearly every item costs a suspension (or a

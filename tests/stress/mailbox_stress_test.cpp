@@ -17,6 +17,7 @@
 #include "conveyor/sync/mailbox_set.hpp"
 #include "conveyor/sync/semaphore.hpp"
 #include "stress.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -25,6 +26,7 @@ using conveyor::sync::Mailbox;
 using conveyor::sync::MailboxSet;
 using conveyor::sync::Semaphore;
 using conveyor::testing::stress_items;
+using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
 // Task ids are scrambled so that the sum and the xor catch a lost task paired with a duplicate.
@@ -186,26 +188,6 @@ TEST(MailboxStress, PingPongRoundTrips) {
   EXPECT_EQ(value, round_trips);
 }
 
-// Counts live instances: an abort must destroy what it drops.
-class Counted {
- public:
-  explicit Counted(std::uint64_t id) : id_(id) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Counted(Counted&& other) noexcept : id_(other.id_) {
-    alive.fetch_add(1, std::memory_order_relaxed);
-  }
-  Counted(const Counted&) = delete;
-  Counted& operator=(const Counted&) = delete;
-  Counted& operator=(Counted&&) = delete;
-  ~Counted() { alive.fetch_sub(1, std::memory_order_relaxed); }
-
-  std::uint64_t id() const { return id_; }
-
-  static inline std::atomic<std::int64_t> alive{0};
-
- private:
-  std::uint64_t id_;
-};
-
 enum class Aborter { outside_thread, consumer, producer };
 
 // One run: a producer and K consumers at full speed, and an abort from `aborter` at a random
@@ -215,14 +197,14 @@ void abort_while_busy(std::mt19937_64& random, Aborter aborter) {
   const std::uint64_t tasks = 2000;
   const std::uint64_t abort_after = random() % tasks;  // in tasks put, or tasks received
   {
-    MailboxSet<Counted> mailboxes(consumers);
+    MailboxSet<Tracked> mailboxes(consumers);
     std::vector<std::atomic<std::uint8_t>> times_seen(tasks);
     std::atomic<std::uint64_t> received{0};
     std::vector<std::thread> threads;
     for (std::size_t me = 0; me < consumers; ++me) {
       threads.emplace_back([&, me] {
-        while (std::optional<Counted> task = mailboxes.take(me)) {
-          times_seen[task->id()].fetch_add(1, std::memory_order_relaxed);
+        while (std::optional<Tracked> task = mailboxes.take(me)) {
+          times_seen[task->value()].fetch_add(1, std::memory_order_relaxed);
           const std::uint64_t so_far = received.fetch_add(1, std::memory_order_relaxed) + 1;
           if (aborter == Aborter::consumer && me == 0 && so_far >= abort_after) mailboxes.abort();
         }
@@ -239,7 +221,7 @@ void abort_while_busy(std::mt19937_64& random, Aborter aborter) {
     std::uint64_t put = 0;
     for (std::uint64_t id = 0; id < tasks; ++id) {
       if (aborter == Aborter::producer && id == abort_after) mailboxes.abort();
-      if (!mailboxes.put(Counted(id))) break;
+      if (!mailboxes.put(Tracked(id))) break;
       ++put;
     }
     // Close may finish before the abort arrives, or lose to it; both are fine.
@@ -260,12 +242,12 @@ void abort_while_busy(std::mt19937_64& random, Aborter aborter) {
     for (std::size_t me = 0; me < consumers; ++me)
       EXPECT_TRUE(mailboxes.finished(me));
   }
-  EXPECT_EQ(Counted::alive.load(), 0) << "an item leaked";
+  EXPECT_EQ(Tracked::alive(), 0) << "an item leaked";
 }
 
 TEST(MailboxSetStress, AbortWhileBusyNeitherHangsNorLeaks) {
   Watchdog watchdog(std::chrono::seconds(120));
-  Counted::alive.store(0);
+  Tracked::reset_alive();
   std::mt19937_64 random(20240502);
   const std::uint64_t runs = std::clamp<std::uint64_t>(stress_items() / 20'000, 30, 300);
   for (std::uint64_t run = 0; run < runs; ++run) {

@@ -14,12 +14,14 @@
 
 #include "conveyor/sync/mpmc_bounded_queue.hpp"
 #include "stress.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::MpmcBoundedQueue;
 using conveyor::testing::stress_items;
+using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
 enum class Form { blocking, polling, bulk, mixed };
@@ -193,17 +195,6 @@ TEST(MpmcBoundedQueueStress, MixedFormsFourToFour) {
   run(4, 4, 16, Form::mixed, stress_items());
 }
 
-struct Tracked {
-  static inline std::atomic<std::int64_t> alive{0};
-  explicit Tracked(std::uint64_t v) : value(v) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Tracked(Tracked&& other) noexcept : value(other.value) {
-    alive.fetch_add(1, std::memory_order_relaxed);
-  }
-  Tracked& operator=(Tracked&&) = delete;
-  ~Tracked() { alive.fetch_sub(1, std::memory_order_relaxed); }
-  std::uint64_t value;
-};
-
 // Many short runs with two producers and two consumers in which one producer ends the stream at a
 // random point. With close(), the consumers get exactly the items whose push returned true; with
 // abort(), a subset of them; either way every item is one that was pushed, each producer's items
@@ -244,12 +235,12 @@ void end_races(bool abort, std::uint64_t runs) {
           Received mine(2);
           if (c == 0) {
             while (auto item = queue.pop())
-              mine.add(item->value);
+              mine.add(item->value());
           } else {
             std::vector<Tracked> batch;
             while (queue.pop_bulk(std::back_inserter(batch), 3) > 0) {
               for (const Tracked& item : batch)
-                mine.add(item.value);
+                mine.add(item.value());
               batch.clear();
             }
           }
@@ -261,7 +252,7 @@ void end_races(bool abort, std::uint64_t runs) {
       for (auto& thread : threads)
         thread.join();
     }
-    ASSERT_EQ(Tracked::alive.load(), 0) << "run " << run_index << " leaked";
+    ASSERT_EQ(Tracked::alive(), 0) << "run " << run_index << " leaked";
     ASSERT_EQ(out_of_order.load(), 0u) << "run " << run_index;
     if (abort) {
       ASSERT_LE(popped_count.load(), pushed_count.load()) << "run " << run_index;

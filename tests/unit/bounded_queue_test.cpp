@@ -1,5 +1,7 @@
-// Unit tests for conveyor::sync::BoundedQueue: every member and state change, element lifetimes,
-// and the contract (capacity, single-producer role).
+// Unit tests for conveyor::sync::BoundedQueue and MpmcBoundedQueue. The two share one public API
+// and one contract, so every test of that contract (each member and state change, element
+// lifetimes, capacity) runs on both. BoundedQueue's single-producer/single-consumer role checks
+// follow; MpmcBoundedQueue's many-callers tests are in mpmc_bounded_queue_test.cpp.
 #include "conveyor/sync/bounded_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -8,39 +10,57 @@
 #include <chrono>
 #include <iterator>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "conveyor/sync/mpmc_bounded_queue.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::BoundedQueue;
+using conveyor::sync::MpmcBoundedQueue;
+using conveyor::testing::Tracked;
+using conveyor::testing::TrackedLeakCheck;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
-// Counts live instances so that a test can prove every element was destroyed exactly once. It has
-// no default constructor and no assignment.
-struct Counted {
-  static inline std::atomic<int> alive{0};
-  explicit Counted(int v) : value(v) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Counted(Counted&& other) noexcept : value(other.value) {
-    alive.fetch_add(1, std::memory_order_relaxed);
+// The type parameters name a queue template; a test picks the element type.
+struct SingleProducerSingleConsumer {
+  template <class T>
+  using Of = BoundedQueue<T>;
+  static constexpr const char* name = "BoundedQueue";
+};
+struct ManyProducersManyConsumers {
+  template <class T>
+  using Of = MpmcBoundedQueue<T>;
+  static constexpr const char* name = "MpmcBoundedQueue";
+};
+
+template <class Kind, class T>
+using Queue = typename Kind::template Of<T>;
+
+using QueueKinds = ::testing::Types<SingleProducerSingleConsumer, ManyProducersManyConsumers>;
+
+// Names the instantiations after the queue, e.g.
+// QueueTest/MpmcBoundedQueue.CapacityOneHandsOverInOrder.
+struct QueueName {
+  template <class Kind>
+  static std::string GetName(int) {
+    return Kind::name;
   }
-  Counted& operator=(Counted&&) = delete;
-  ~Counted() { alive.fetch_sub(1, std::memory_order_relaxed); }
-  const int value;
 };
 
-class BoundedQueueTest : public ::testing::Test {
- protected:
-  void SetUp() override { Counted::alive.store(0); }
-  void TearDown() override { EXPECT_EQ(Counted::alive.load(), 0) << "an element leaked"; }
-};
+template <class Kind>
+class QueueTest : public TrackedLeakCheck {};
+TYPED_TEST_SUITE(QueueTest, QueueKinds, QueueName);
 
-TEST_F(BoundedQueueTest, ReportsTheCapacityAskedFor) {
+TYPED_TEST(QueueTest, ReportsTheCapacityAskedFor) {
   for (std::size_t capacity : {1u, 3u, 64u, 1000u}) {
-    BoundedQueue<int> queue(capacity);
+    Queue<TypeParam, int> queue(capacity);
     EXPECT_EQ(queue.capacity(), capacity);
     int value = 0;
     for (std::size_t i = 0; i < capacity; ++i)
@@ -50,8 +70,8 @@ TEST_F(BoundedQueueTest, ReportsTheCapacityAskedFor) {
   }
 }
 
-TEST_F(BoundedQueueTest, CapacityOneHandsOverInOrder) {
-  BoundedQueue<int> queue(1);
+TYPED_TEST(QueueTest, CapacityOneHandsOverInOrder) {
+  Queue<TypeParam, int> queue(1);
   for (int i = 0; i < 10; ++i) {
     EXPECT_TRUE(queue.push(i));
     int extra = 99;
@@ -60,8 +80,8 @@ TEST_F(BoundedQueueTest, CapacityOneHandsOverInOrder) {
   }
 }
 
-TEST_F(BoundedQueueTest, KeepsFifoOrderAcrossWrapAround) {
-  BoundedQueue<int> queue(5);
+TYPED_TEST(QueueTest, KeepsFifoOrderAcrossWrapAround) {
+  Queue<TypeParam, int> queue(5);
   int next_in = 0;
   int next_out = 0;
   for (int round = 0; round < 20; ++round) {
@@ -73,8 +93,8 @@ TEST_F(BoundedQueueTest, KeepsFifoOrderAcrossWrapAround) {
   EXPECT_EQ(queue.size_approx(), 0u);
 }
 
-TEST_F(BoundedQueueTest, TryPushOnFullLeavesTheValueAlone) {
-  BoundedQueue<std::unique_ptr<int>> queue(2);
+TYPED_TEST(QueueTest, TryPushOnFullLeavesTheValueAlone) {
+  Queue<TypeParam, std::unique_ptr<int>> queue(2);
   auto first = std::make_unique<int>(1);
   auto second = std::make_unique<int>(2);
   auto third = std::make_unique<int>(3);
@@ -90,8 +110,8 @@ TEST_F(BoundedQueueTest, TryPushOnFullLeavesTheValueAlone) {
   EXPECT_EQ(**queue.pop(), 3);
 }
 
-TEST_F(BoundedQueueTest, TryPopOnEmptyReturnsNothing) {
-  BoundedQueue<int> queue(4);
+TYPED_TEST(QueueTest, TryPopOnEmptyReturnsNothing) {
+  Queue<TypeParam, int> queue(4);
   EXPECT_EQ(queue.try_pop(), std::nullopt);
   int value = 7;
   ASSERT_TRUE(queue.try_push(value));
@@ -99,8 +119,8 @@ TEST_F(BoundedQueueTest, TryPopOnEmptyReturnsNothing) {
   EXPECT_EQ(queue.try_pop(), std::nullopt);
 }
 
-TEST_F(BoundedQueueTest, SizeApproxFollowsPushesAndPops) {
-  BoundedQueue<int> queue(8);
+TYPED_TEST(QueueTest, SizeApproxFollowsPushesAndPops) {
+  Queue<TypeParam, int> queue(8);
   EXPECT_EQ(queue.size_approx(), 0u);
   queue.push(1);
   queue.push(2);
@@ -110,8 +130,8 @@ TEST_F(BoundedQueueTest, SizeApproxFollowsPushesAndPops) {
   EXPECT_EQ(queue.size_approx(), 2u);
 }
 
-TEST_F(BoundedQueueTest, BulkFormsMoveBatchesAcrossWrapAround) {
-  BoundedQueue<int> queue(5);
+TYPED_TEST(QueueTest, BulkFormsMoveBatchesAcrossWrapAround) {
+  Queue<TypeParam, int> queue(5);
   std::vector<int> input{0, 1, 2, 3};
   EXPECT_EQ(queue.push_bulk(input.begin(), input.end()), 4u);
   std::vector<int> output;
@@ -124,9 +144,9 @@ TEST_F(BoundedQueueTest, BulkFormsMoveBatchesAcrossWrapAround) {
   EXPECT_EQ(output, (std::vector<int>{3, 4, 5, 6, 7}));
 }
 
-TEST_F(BoundedQueueTest, PushBulkLargerThanCapacityBlocksUntilTheConsumerMakesRoom) {
+TYPED_TEST(QueueTest, PushBulkLargerThanCapacityBlocksUntilTheConsumerMakesRoom) {
   Watchdog watchdog;
-  BoundedQueue<int> queue(3);
+  Queue<TypeParam, int> queue(3);
   std::vector<int> input(100);
   for (int i = 0; i < 100; ++i)
     input[static_cast<std::size_t>(i)] = i;
@@ -141,21 +161,21 @@ TEST_F(BoundedQueueTest, PushBulkLargerThanCapacityBlocksUntilTheConsumerMakesRo
   EXPECT_EQ(output, input);
 }
 
-TEST_F(BoundedQueueTest, PushBulkStopsAtCloseAndReportsHowManyWentIn) {
+TYPED_TEST(QueueTest, PushBulkStopsAtCloseAndReportsHowManyWentIn) {
   Watchdog watchdog;
-  BoundedQueue<Counted> queue(2);
-  std::vector<Counted> input;
+  Queue<TypeParam, Tracked> queue(2);
+  std::vector<Tracked> input;
   for (int i = 0; i < 10; ++i)
     input.emplace_back(i);
   std::size_t pushed = 0;
   std::thread producer([&] { pushed = queue.push_bulk(input.begin(), input.end()); });
   // The producer fills the ring and blocks on the third item; take one, then end the stream.
-  EXPECT_EQ(queue.pop()->value, 0);
+  EXPECT_EQ(queue.pop()->value(), 0);
   queue.close();
   producer.join();
   std::vector<int> rest;
   while (auto item = queue.pop())
-    rest.push_back(item->value);
+    rest.push_back(item->value());
   EXPECT_GE(pushed, 2u);
   EXPECT_LE(pushed, 3u);
   EXPECT_EQ(rest.size(), pushed - 1);
@@ -164,8 +184,8 @@ TEST_F(BoundedQueueTest, PushBulkStopsAtCloseAndReportsHowManyWentIn) {
   input.clear();
 }
 
-TEST_F(BoundedQueueTest, PopBulkReturnsZeroAtTheEndOfStream) {
-  BoundedQueue<int> queue(4);
+TYPED_TEST(QueueTest, PopBulkReturnsZeroAtTheEndOfStream) {
+  Queue<TypeParam, int> queue(4);
   queue.push(1);
   queue.close();
   std::vector<int> output;
@@ -174,44 +194,44 @@ TEST_F(BoundedQueueTest, PopBulkReturnsZeroAtTheEndOfStream) {
   EXPECT_EQ(output, std::vector<int>{1});
 }
 
-TEST_F(BoundedQueueTest, CloseDrainsWhatIsLeftInOrderThenEnds) {
-  BoundedQueue<Counted> queue(4);
+TYPED_TEST(QueueTest, CloseDrainsWhatIsLeftInOrderThenEnds) {
+  Queue<TypeParam, Tracked> queue(4);
   EXPECT_FALSE(queue.closed());
   for (int i = 0; i < 3; ++i)
-    queue.push(Counted(i));
+    queue.push(Tracked(i));
   queue.close();
   EXPECT_TRUE(queue.closed());
-  EXPECT_FALSE(queue.push(Counted(99)));
-  Counted kept(98);
+  EXPECT_FALSE(queue.push(Tracked(99)));
+  Tracked kept(98);
   EXPECT_FALSE(queue.try_push(kept));
-  EXPECT_EQ(kept.value, 98);
+  EXPECT_EQ(kept.value(), 98);
   for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(queue.pop()->value, i);
+    EXPECT_EQ(queue.pop()->value(), i);
   EXPECT_EQ(queue.pop(), std::nullopt);
   EXPECT_EQ(queue.try_pop(), std::nullopt);
   queue.close();  // idempotent
   EXPECT_EQ(queue.pop(), std::nullopt);
 }
 
-TEST_F(BoundedQueueTest, PopOnAClosedEmptyQueueReturnsAtOnce) {
+TYPED_TEST(QueueTest, PopOnAClosedEmptyQueueReturnsAtOnce) {
   Watchdog watchdog;
-  BoundedQueue<int> queue(1);
+  Queue<TypeParam, int> queue(1);
   queue.close();
   EXPECT_EQ(queue.pop(), std::nullopt);
 }
 
-TEST_F(BoundedQueueTest, BlockedPopWakesForAPush) {
+TYPED_TEST(QueueTest, BlockedPopWakesForAPush) {
   Watchdog watchdog;
-  BoundedQueue<int> queue(2);
+  Queue<TypeParam, int> queue(2);
   std::thread consumer([&] { EXPECT_EQ(queue.pop(), 42); });
   std::this_thread::sleep_for(20ms);  // let it sleep; the test passes either way
   EXPECT_TRUE(queue.push(42));
   consumer.join();
 }
 
-TEST_F(BoundedQueueTest, BlockedPopWakesForATryPush) {
+TYPED_TEST(QueueTest, BlockedPopWakesForATryPush) {
   Watchdog watchdog;
-  BoundedQueue<int> queue(2);
+  Queue<TypeParam, int> queue(2);
   std::thread consumer([&] { EXPECT_EQ(queue.pop(), 42); });
   std::this_thread::sleep_for(20ms);
   int value = 42;
@@ -219,9 +239,9 @@ TEST_F(BoundedQueueTest, BlockedPopWakesForATryPush) {
   consumer.join();
 }
 
-TEST_F(BoundedQueueTest, BlockedPushWakesForAPop) {
+TYPED_TEST(QueueTest, BlockedPushWakesForAPop) {
   Watchdog watchdog;
-  BoundedQueue<int> queue(1);
+  Queue<TypeParam, int> queue(1);
   queue.push(1);
   std::thread producer([&] { EXPECT_TRUE(queue.push(2)); });
   std::this_thread::sleep_for(20ms);
@@ -230,11 +250,11 @@ TEST_F(BoundedQueueTest, BlockedPushWakesForAPop) {
   EXPECT_EQ(queue.pop(), 2);
 }
 
-TEST_F(BoundedQueueTest, CloseWakesABlockedPopAndABlockedPush) {
+TYPED_TEST(QueueTest, CloseWakesABlockedPopAndABlockedPush) {
   Watchdog watchdog;
-  BoundedQueue<int> empty(1);
+  Queue<TypeParam, int> empty(1);
   std::thread consumer([&] { EXPECT_EQ(empty.pop(), std::nullopt); });
-  BoundedQueue<int> full(1);
+  Queue<TypeParam, int> full(1);
   full.push(1);
   std::thread producer([&] { EXPECT_FALSE(full.push(2)); });
   std::this_thread::sleep_for(20ms);
@@ -246,13 +266,13 @@ TEST_F(BoundedQueueTest, CloseWakesABlockedPopAndABlockedPush) {
   EXPECT_EQ(full.pop(), std::nullopt);
 }
 
-TEST_F(BoundedQueueTest, AbortWakesABlockedPopAndABlockedPush) {
+TYPED_TEST(QueueTest, AbortWakesABlockedPopAndABlockedPush) {
   Watchdog watchdog;
-  BoundedQueue<Counted> empty(1);
+  Queue<TypeParam, Tracked> empty(1);
   std::thread consumer([&] { EXPECT_EQ(empty.pop(), std::nullopt); });
-  BoundedQueue<Counted> full(1);
-  full.push(Counted(1));
-  std::thread producer([&] { EXPECT_FALSE(full.push(Counted(2))); });
+  Queue<TypeParam, Tracked> full(1);
+  full.push(Tracked(1));
+  std::thread producer([&] { EXPECT_FALSE(full.push(Tracked(2))); });
   std::this_thread::sleep_for(20ms);
   std::thread aborter([&] {
     empty.abort();
@@ -263,124 +283,144 @@ TEST_F(BoundedQueueTest, AbortWakesABlockedPopAndABlockedPush) {
   producer.join();
   EXPECT_TRUE(full.closed());
   EXPECT_EQ(full.pop(), std::nullopt);  // the pending item is dropped, not returned
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
-TEST_F(BoundedQueueTest, AbortDropsPendingItemsOnTheNextPop) {
-  BoundedQueue<Counted> queue(8);
+TYPED_TEST(QueueTest, AbortDropsPendingItemsOnTheNextPop) {
+  Queue<TypeParam, Tracked> queue(8);
   for (int i = 0; i < 5; ++i)
-    queue.push(Counted(i));
-  EXPECT_EQ(Counted::alive.load(), 5);
+    queue.push(Tracked(i));
+  EXPECT_EQ(Tracked::alive(), 5);
   queue.abort();
   EXPECT_TRUE(queue.closed());
   EXPECT_EQ(queue.pop(), std::nullopt);
-  EXPECT_EQ(Counted::alive.load(), 0);
-  EXPECT_FALSE(queue.push(Counted(9)));
-  std::vector<Counted> output;
+  EXPECT_EQ(Tracked::alive(), 0);
+  EXPECT_FALSE(queue.push(Tracked(9)));
+  std::vector<Tracked> output;
   EXPECT_EQ(queue.pop_bulk(std::back_inserter(output), 4), 0u);
   queue.abort();  // idempotent
 }
 
-TEST_F(BoundedQueueTest, DestructorDestroysWhatIsStillQueued) {
+TYPED_TEST(QueueTest, DestructorDestroysWhatIsStillQueued) {
   {
-    BoundedQueue<Counted> queue(4);
+    Queue<TypeParam, Tracked> queue(4);
     for (int i = 0; i < 7; ++i) {  // wraps, so the leftovers straddle the end of the storage
-      queue.push(Counted(i));
+      queue.push(Tracked(i));
       if (i % 2 == 0) queue.pop();
     }
-    EXPECT_GT(Counted::alive.load(), 0);
+    EXPECT_GT(Tracked::alive(), 0);
   }
   {
-    BoundedQueue<Counted> queue(4);
-    queue.push(Counted(1));
+    Queue<TypeParam, Tracked> queue(4);
+    queue.push(Tracked(1));
     queue.abort();  // no consumer call: the destructor drops it
   }
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
-TEST_F(BoundedQueueTest, MoveOnlyElementsAreNeverLeaked) {
+TYPED_TEST(QueueTest, MoveOnlyElementsAreNeverLeaked) {
   {
-    BoundedQueue<std::unique_ptr<Counted>> queue(3);
-    queue.push(std::make_unique<Counted>(1));
-    queue.push(std::make_unique<Counted>(2));
-    EXPECT_EQ((*queue.pop())->value, 1);
-    std::vector<std::unique_ptr<Counted>> batch;
-    batch.push_back(std::make_unique<Counted>(3));
+    Queue<TypeParam, std::unique_ptr<Tracked>> queue(3);
+    queue.push(std::make_unique<Tracked>(1));
+    queue.push(std::make_unique<Tracked>(2));
+    EXPECT_EQ((*queue.pop())->value(), 1);
+    std::vector<std::unique_ptr<Tracked>> batch;
+    batch.push_back(std::make_unique<Tracked>(3));
     EXPECT_EQ(queue.push_bulk(batch.begin(), batch.end()), 1u);
-    queue.push(std::make_unique<Counted>(4));  // left for the destructor
+    queue.push(std::make_unique<Tracked>(4));  // left for the destructor
   }
   {
-    BoundedQueue<std::unique_ptr<Counted>> queue(3);
-    queue.push(std::make_unique<Counted>(1));
+    Queue<TypeParam, std::unique_ptr<Tracked>> queue(3);
+    queue.push(std::make_unique<Tracked>(1));
     queue.abort();
     EXPECT_EQ(queue.pop(), std::nullopt);
-    EXPECT_EQ(Counted::alive.load(), 0);
+    EXPECT_EQ(Tracked::alive(), 0);
   }
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
-TEST_F(BoundedQueueTest, NonDefaultConstructibleTypeRoundTrips) {
-  static_assert(!std::is_default_constructible_v<Counted>);
-  BoundedQueue<Counted> queue(2);
-  queue.push(Counted(5));
-  Counted value(6);
+TYPED_TEST(QueueTest, NonDefaultConstructibleTypeRoundTrips) {
+  static_assert(!std::is_default_constructible_v<Tracked>);
+  Queue<TypeParam, Tracked> queue(2);
+  queue.push(Tracked(5));
+  Tracked value(6);
   EXPECT_TRUE(queue.try_push(value));
-  EXPECT_EQ(queue.pop()->value, 5);
-  EXPECT_EQ(queue.try_pop()->value, 6);
+  EXPECT_EQ(queue.pop()->value(), 5);
+  EXPECT_EQ(queue.try_pop()->value(), 6);
 }
 
-TEST(BoundedQueueDeathTest, ZeroCapacityIsAContractViolation) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(BoundedQueue<int> queue(0), "contract violation: BoundedQueue: the capacity");
+TYPED_TEST(QueueTest, PushBulkFromASinglePassRange) {
+  Queue<TypeParam, int> queue(8);
+  std::istringstream text("1 2 3");
+  EXPECT_EQ(queue.push_bulk(std::istream_iterator<int>(text), std::istream_iterator<int>()), 3u);
+  std::vector<int> output;
+  EXPECT_EQ(queue.pop_bulk(std::back_inserter(output), 8), 3u);
+  EXPECT_EQ(output, (std::vector<int>{1, 2, 3}));
 }
 
-TEST(BoundedQueueDeathTest, PopBulkOfZeroIsAContractViolation) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  BoundedQueue<int> queue(1);
+template <class Kind>
+class QueueDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+};
+TYPED_TEST_SUITE(QueueDeathTest, QueueKinds, QueueName);
+
+TYPED_TEST(QueueDeathTest, ZeroCapacityIsAContractViolation) {
+  using IntQueue = Queue<TypeParam, int>;
+  EXPECT_DEATH(IntQueue queue(0),
+               std::string("contract violation: ") + TypeParam::name + ": the capacity");
+}
+
+TYPED_TEST(QueueDeathTest, PopBulkOfZeroIsAContractViolation) {
+  Queue<TypeParam, int> queue(1);
   std::vector<int> output;
   EXPECT_DEATH(queue.pop_bulk(std::back_inserter(output), 0), "contract violation");
 }
 
-TEST(BoundedQueueDeathTest, TwoProducersAtOnceIsAContractViolation) {
+// The single-producer/single-consumer roles are guarded only in debug builds.
+class BoundedQueueDeathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
 #ifdef NDEBUG
-  GTEST_SKIP() << "the role guard is checked only in debug builds";
-#else
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  Watchdog watchdog;
-  EXPECT_DEATH(
-      {
-        BoundedQueue<int> queue(1);
-        queue.push(1);
-        // The first producer blocks inside push on the full ring; the second keeps trying until
-        // it runs into the first.
-        std::thread first([&] { queue.push(2); });
-        for (;;) {
-          int value = 3;
-          (void)queue.try_push(value);
-          std::this_thread::sleep_for(1ms);
-        }
+    GTEST_SKIP() << "the role guard is checked only in debug builds";
+#endif
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
+
+  // `first` blocks inside the queue on a thread of its own; `second` keeps calling on this thread
+  // until it runs into the first and the role guard aborts with `message`.
+  template <class First, class Second>
+  static void expect_clash(bool start_full, First first, Second second, const char* message) {
+    Watchdog watchdog;
+    EXPECT_DEATH(
+        {
+          BoundedQueue<int> queue(1);
+          if (start_full) queue.push(1);
+          std::thread blocked([&] { first(queue); });
+          for (;;) {
+            second(queue);
+            std::this_thread::sleep_for(1ms);
+          }
+        },
+        message);
+  }
+};
+
+TEST_F(BoundedQueueDeathTest, TwoProducersAtOnceIsAContractViolation) {
+  expect_clash(
+      true, [](BoundedQueue<int>& queue) { queue.push(2); },
+      [](BoundedQueue<int>& queue) {
+        int value = 3;
+        (void)queue.try_push(value);
       },
       "contract violation: BoundedQueue: two threads are pushing at once");
-#endif
 }
 
-TEST(BoundedQueueDeathTest, TwoConsumersAtOnceIsAContractViolation) {
-#ifdef NDEBUG
-  GTEST_SKIP() << "the role guard is checked only in debug builds";
-#else
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  Watchdog watchdog;
-  EXPECT_DEATH(
-      {
-        BoundedQueue<int> queue(1);
-        std::thread first([&] { queue.pop(); });
-        for (;;) {
-          (void)queue.try_pop();
-          std::this_thread::sleep_for(1ms);
-        }
-      },
+TEST_F(BoundedQueueDeathTest, TwoConsumersAtOnceIsAContractViolation) {
+  expect_clash(
+      false, [](BoundedQueue<int>& queue) { queue.pop(); },
+      [](BoundedQueue<int>& queue) { (void)queue.try_pop(); },
       "contract violation: BoundedQueue: two threads are popping at once");
-#endif
 }
 
 }  // namespace

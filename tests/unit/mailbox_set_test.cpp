@@ -11,39 +11,18 @@
 #include <thread>
 #include <vector>
 
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::MailboxSet;
+using conveyor::testing::Tracked;
+using conveyor::testing::TrackedLeakCheck;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
-// Counts live instances, so that a test can prove that every item was destroyed exactly once.
-class Counted {
- public:
-  explicit Counted(int value) : value_(value) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Counted(Counted&& other) noexcept : value_(other.value_) {
-    alive.fetch_add(1, std::memory_order_relaxed);
-  }
-  Counted(const Counted&) = delete;
-  Counted& operator=(const Counted&) = delete;
-  Counted& operator=(Counted&&) = delete;
-  ~Counted() { alive.fetch_sub(1, std::memory_order_relaxed); }
-
-  int value() const { return value_; }
-
-  static inline std::atomic<int> alive{0};
-
- private:
-  int value_;
-};
-
-class MailboxSetTest : public ::testing::Test {
- protected:
-  void SetUp() override { Counted::alive.store(0); }
-  void TearDown() override { EXPECT_EQ(Counted::alive.load(), 0) << "an item leaked"; }
-};
+using MailboxSetTest = TrackedLeakCheck;
 
 TEST_F(MailboxSetTest, SizeIsTheNumberOfConsumers) {
   MailboxSet<int> one(1);
@@ -117,9 +96,9 @@ TEST_F(MailboxSetTest, CloseOnEmptySlotsDeliversDoneToEveryConsumer) {
 
 TEST_F(MailboxSetTest, CloseWaitsForFullSlotsAndDeliversDoneToEveryConsumer) {
   Watchdog watchdog;
-  MailboxSet<Counted> mailboxes(3);
-  ASSERT_TRUE(mailboxes.put(Counted(0)));
-  ASSERT_TRUE(mailboxes.put(Counted(1)));
+  MailboxSet<Tracked> mailboxes(3);
+  ASSERT_TRUE(mailboxes.put(Tracked(0)));
+  ASSERT_TRUE(mailboxes.put(Tracked(1)));
   std::atomic<bool> closed{false};
   std::thread producer([&] {
     EXPECT_TRUE(mailboxes.close());
@@ -130,7 +109,7 @@ TEST_F(MailboxSetTest, CloseWaitsForFullSlotsAndDeliversDoneToEveryConsumer) {
   std::this_thread::sleep_for(20ms);
   EXPECT_FALSE(closed.load(std::memory_order_acquire));
   for (int i = 0; i < 2; ++i) {
-    std::optional<Counted> item = mailboxes.take(static_cast<std::size_t>(i));
+    std::optional<Tracked> item = mailboxes.take(static_cast<std::size_t>(i));
     ASSERT_TRUE(item.has_value());
     EXPECT_EQ(item->value(), i);
   }
@@ -168,16 +147,16 @@ TEST_F(MailboxSetTest, ConsumersThatWaitGetTheirItemsAndDone) {
 
 TEST_F(MailboxSetTest, AbortWakesABlockedPutAndDropsTheHeldItems) {
   Watchdog watchdog;
-  MailboxSet<Counted> mailboxes(2);
-  ASSERT_TRUE(mailboxes.put(Counted(0)));
-  ASSERT_TRUE(mailboxes.put(Counted(1)));
-  std::thread producer([&] { EXPECT_FALSE(mailboxes.put(Counted(2))); });
+  MailboxSet<Tracked> mailboxes(2);
+  ASSERT_TRUE(mailboxes.put(Tracked(0)));
+  ASSERT_TRUE(mailboxes.put(Tracked(1)));
+  std::thread producer([&] { EXPECT_FALSE(mailboxes.put(Tracked(2))); });
   std::this_thread::sleep_for(20ms);
   mailboxes.abort();
   producer.join();
   EXPECT_TRUE(mailboxes.aborted());
-  EXPECT_EQ(Counted::alive.load(), 0);
-  EXPECT_FALSE(mailboxes.put(Counted(3)));
+  EXPECT_EQ(Tracked::alive(), 0);
+  EXPECT_FALSE(mailboxes.put(Tracked(3)));
   EXPECT_FALSE(mailboxes.close());
 }
 
@@ -215,12 +194,12 @@ TEST_F(MailboxSetTest, AbortWakesEveryBlockedConsumer) {
 
 TEST_F(MailboxSetTest, DestructorDestroysTheItemsStillInSlots) {
   {
-    MailboxSet<Counted> mailboxes(3);
-    ASSERT_TRUE(mailboxes.put(Counted(0)));
-    ASSERT_TRUE(mailboxes.put(Counted(1)));
-    EXPECT_EQ(Counted::alive.load(), 2);
+    MailboxSet<Tracked> mailboxes(3);
+    ASSERT_TRUE(mailboxes.put(Tracked(0)));
+    ASSERT_TRUE(mailboxes.put(Tracked(1)));
+    EXPECT_EQ(Tracked::alive(), 2);
   }
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
 using MailboxSetDeathTest = MailboxSetTest;

@@ -9,47 +9,21 @@
 #include <memory>
 #include <optional>
 #include <thread>
-#include <type_traits>
 
 #include "conveyor/sync/semaphore.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
 using conveyor::sync::Mailbox;
 using conveyor::sync::Semaphore;
+using conveyor::testing::Tracked;
+using conveyor::testing::TrackedLeakCheck;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
-// Counts live instances, so that a test can prove that every item was destroyed exactly once.
-// It has no default constructor on purpose.
-class Counted {
- public:
-  explicit Counted(int value) : value_(value) { alive.fetch_add(1, std::memory_order_relaxed); }
-  Counted(Counted&& other) noexcept : value_(other.value_) {
-    other.value_ = moved_from;
-    alive.fetch_add(1, std::memory_order_relaxed);
-  }
-  Counted(const Counted&) = delete;
-  Counted& operator=(const Counted&) = delete;
-  Counted& operator=(Counted&&) = delete;
-  ~Counted() { alive.fetch_sub(1, std::memory_order_relaxed); }
-
-  int value() const { return value_; }
-
-  static constexpr int moved_from = -1;
-  static inline std::atomic<int> alive{0};
-
- private:
-  int value_;
-};
-static_assert(!std::is_default_constructible_v<Counted>);
-
-class MailboxTest : public ::testing::Test {
- protected:
-  void SetUp() override { Counted::alive.store(0); }
-  void TearDown() override { EXPECT_EQ(Counted::alive.load(), 0) << "an item leaked"; }
-};
+using MailboxTest = TrackedLeakCheck;
 
 TEST_F(MailboxTest, StartsEmpty) {
   Mailbox<int> mailbox;
@@ -86,14 +60,14 @@ TEST_F(MailboxTest, TryPutOnAFullSlotFailsAndLeavesTheValueIntact) {
 }
 
 TEST_F(MailboxTest, DoneIsFinal) {
-  Mailbox<Counted> mailbox;
+  Mailbox<Tracked> mailbox;
   ASSERT_TRUE(mailbox.try_put_done());
   EXPECT_TRUE(mailbox.done());
   EXPECT_FALSE(mailbox.empty());
   EXPECT_EQ(mailbox.take(), std::nullopt);
   EXPECT_EQ(mailbox.take(), std::nullopt);
   EXPECT_EQ(mailbox.try_take(), std::nullopt);
-  Counted value(3);
+  Tracked value(3);
   EXPECT_FALSE(mailbox.try_put(value));
   EXPECT_EQ(value.value(), 3);
   EXPECT_FALSE(mailbox.try_put_done());
@@ -111,43 +85,43 @@ TEST_F(MailboxTest, MoveOnlyItemsTravel) {
 
 TEST_F(MailboxTest, NonDefaultConstructibleItemsTravelAndNothingLeaks) {
   {
-    Mailbox<Counted> mailbox;
+    Mailbox<Tracked> mailbox;
     for (int i = 0; i < 100; ++i) {
-      Counted item(i);
+      Tracked item(i);
       ASSERT_TRUE(mailbox.try_put(item));
-      EXPECT_EQ(item.value(), Counted::moved_from);
-      std::optional<Counted> taken = mailbox.try_take();
+      EXPECT_EQ(item.value(), Tracked::moved_from);
+      std::optional<Tracked> taken = mailbox.try_take();
       ASSERT_TRUE(taken.has_value());
       EXPECT_EQ(taken->value(), i);
     }
-    EXPECT_EQ(Counted::alive.load(), 0);
+    EXPECT_EQ(Tracked::alive(), 0);
   }
 }
 
 TEST_F(MailboxTest, DestructorDestroysAHeldItem) {
   {
-    Mailbox<Counted> mailbox;
-    Counted item(5);
+    Mailbox<Tracked> mailbox;
+    Tracked item(5);
     ASSERT_TRUE(mailbox.try_put(item));
-    EXPECT_EQ(Counted::alive.load(), 2);  // the moved-from original and the one in the slot
+    EXPECT_EQ(Tracked::alive(), 2);  // the moved-from original and the one in the slot
   }
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
 }
 
 TEST_F(MailboxTest, AbortDestroysAHeldItemAndEndsBothSides) {
-  Mailbox<Counted> mailbox;
+  Mailbox<Tracked> mailbox;
   {
-    Counted item(5);
+    Tracked item(5);
     ASSERT_TRUE(mailbox.try_put(item));
   }
-  EXPECT_EQ(Counted::alive.load(), 1);
+  EXPECT_EQ(Tracked::alive(), 1);
   mailbox.abort();
-  EXPECT_EQ(Counted::alive.load(), 0);
+  EXPECT_EQ(Tracked::alive(), 0);
   EXPECT_TRUE(mailbox.aborted());
   EXPECT_TRUE(mailbox.empty());
   EXPECT_EQ(mailbox.take(), std::nullopt);
   EXPECT_EQ(mailbox.try_take(), std::nullopt);
-  Counted refused(6);
+  Tracked refused(6);
   EXPECT_FALSE(mailbox.try_put(refused));
   EXPECT_EQ(refused.value(), 6);
   EXPECT_FALSE(mailbox.try_put_done());
