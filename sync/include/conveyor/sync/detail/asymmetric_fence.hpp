@@ -37,13 +37,18 @@ inline void full_fence() noexcept {
 // Registers the process for expedited membarrier, once; true if the heavy fence can use it.
 bool register_membarrier() noexcept;
 
+// Decided once, while the program starts, so that the light fence costs no guard check. Every
+// fence before that moment (a static initialiser of another file using a queue) takes the
+// full-fence path on both sides, which is correct; threads of such initialisers must be gone by
+// main().
+inline const bool membarrier_registered = register_membarrier();
+
 inline bool membarrier_available() noexcept {
-  static const bool available = register_membarrier();
-  return available;
+  return membarrier_registered;
 }
 
 inline void asymmetric_fence_light() noexcept {
-  if (membarrier_available()) [[likely]] {
+  if (membarrier_registered) [[likely]] {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   } else {
     full_fence();

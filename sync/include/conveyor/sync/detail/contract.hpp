@@ -13,8 +13,8 @@ namespace conveyor::sync::detail {
 
 // The location comes from the macros below rather than std::source_location, which clang's tools
 // cannot parse with libstdc++ 12.
-[[noreturn]] void contract_violation(const char* what, const char* file, int line,
-                                     const char* function) noexcept;
+[[noreturn, gnu::cold]] void contract_violation(const char* what, const char* file, int line,
+                                                const char* function) noexcept;
 
 }  // namespace conveyor::sync::detail
 
