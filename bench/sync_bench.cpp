@@ -2,28 +2,23 @@
 // over an adapter (sync_adapters.hpp), and runs the same work for every library. After the Google
 // Benchmark table the binary prints ours/peer ratios against the targets of the sync primitives.
 //
-// Extra options, read before Google Benchmark's own:
-//   --ratios_json=<file>   also write the ratio rows as JSON.
-// Without --benchmark_min_time, each benchmark runs for at least 0.4 s.
+// Options: those of bench_main.hpp (--ratios_json=<file>) and Google Benchmark's own.
 //
 // Threaded scenarios spawn their partner threads inside the benchmark function (once per run) and
 // stop them with an end-of-stream item after the timed loop. Every item popped is counted and
 // summed, and the totals are compared with what was pushed: a queue that loses, duplicates or
 // (single-producer) reorders items reports an error instead of a time.
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <string>
-#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "ratio_reporter.hpp"
 #include "sync_adapters.hpp"
 
@@ -352,49 +347,10 @@ std::vector<Comparison> comparisons() {
   };
 }
 
-// Colour as Google Benchmark would choose it for its own console reporter.
-benchmark::ConsoleReporter::OutputOptions console_options(const std::vector<char*>& arguments) {
-  bool colour = isatty(STDOUT_FILENO) != 0;
-  for (const char* argument : arguments) {
-    const std::string_view text = argument;
-    constexpr std::string_view flag = "--benchmark_color=";
-    if (!text.starts_with(flag)) continue;
-    const std::string_view value = text.substr(flag.size());
-    if (value == "false" || value == "no" || value == "0") colour = false;
-    if (value == "true" || value == "yes" || value == "1") colour = true;
-  }
-  return colour ? benchmark::ConsoleReporter::OO_Defaults : benchmark::ConsoleReporter::OO_Tabular;
-}
-
 }  // namespace
 }  // namespace conveyor::bench
 
 int main(int argc, char** argv) {
   using namespace conveyor::bench;
-  constexpr std::string_view json_flag = "--ratios_json=";
-  std::string json_path;
-  bool min_time_given = false;
-  std::vector<char*> arguments;
-  for (int i = 0; i < argc; ++i) {
-    const std::string_view argument = argv[i];
-    if (argument.starts_with(json_flag)) {
-      json_path = argument.substr(json_flag.size());
-      continue;
-    }
-    if (argument.starts_with("--benchmark_min_time")) min_time_given = true;
-    arguments.push_back(argv[i]);
-  }
-  std::string default_min_time = "--benchmark_min_time=0.4";
-  if (!min_time_given) arguments.push_back(default_min_time.data());
-  const auto options = console_options(arguments);
-  int count = static_cast<int>(arguments.size());
-  arguments.push_back(nullptr);
-
-  benchmark::Initialize(&count, arguments.data());
-  if (benchmark::ReportUnrecognizedArguments(count, arguments.data())) return 1;
-  register_benchmarks();
-  RatioReporter reporter(options, comparisons(), json_path);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
+  return run_benchmarks(argc, argv, register_benchmarks, comparisons);
 }

@@ -1,32 +1,73 @@
 // RwLock: a reader/writer lock that meets the SharedMutex requirements, so it works with
-// std::shared_lock, std::unique_lock and std::scoped_lock. It is the two-group GroupLock with
-// readers unlimited and writers capped at one (the paper's CRWLock).
+// std::shared_lock, std::unique_lock and std::scoped_lock. Writers are arbitrated by the two-group
+// GroupLock with readers unlimited and writers capped at one (the paper's CRWLock); readers that
+// meet no writer never touch it.
 //
 // Contract:
 // - Any thread may call any member, concurrently. Not copyable, not movable.
 // - `lock`/`try_lock`/`unlock` take and give back exclusive (writer) ownership;
 //   `lock_shared`/`try_lock_shared`/`unlock_shared` shared (reader) ownership. Not recursive, no
-//   upgrade: a reader that asks for the write lock waits for itself.
+//   upgrade: a reader that asks for the write lock, or again for a read lock while a writer waits,
+//   waits for itself.
+// - `unlock_shared` must be called by the thread that called `lock_shared` (the SharedMutex rule;
+//   the reader is counted in a slot chosen by thread).
 // - Unlocking what the calling thread does not hold is a contract violation (checked when NDEBUG
-//   is not defined, as far as GroupLock can tell; see group_lock.hpp).
+//   is not defined, as far as the counts can tell: see group_lock.hpp for `unlock`; for
+//   `unlock_shared` the thread's reader slot must hold a reader).
+// - Destroying the lock while a thread holds it or waits for it is a contract violation (debug).
 //
-// Progress: writers do not starve under a steady stream of readers, and readers do not starve
-// under a steady stream of writers. With the default throughput policy, readers that arrive while
-// a writer waits keep entering only within GroupLock's bounds (1 ms or 64 entries by default);
-// then the readers inside finish, the writer enters, and all readers waiting at that point enter
-// together after it. Pass GroupLockPolicy::fair for a strict hand-over at the first waiting writer.
+// Design: readers are counted in `reader_slot_count` padded slots, one chosen per thread, so that
+// readers on different cores do not bounce one cache line. A writer first takes the GroupLock's
+// writer group (which excludes other writers, and readers that are on the slow path), then
+// announces itself in `writer_state_` and waits until every slot has drained. A reader enters by
+// counting itself in its slot and checking that no writer is announced; if one is, it backs off
+// (uncounts itself), spins a little in case the writer leaves soon, and then takes the slow path:
+// it waits for the GroupLock's reader group, counts itself in its slot while holding that group
+// (so no writer can be announced), and leaves the group at once.
 //
-// Cost: an uncontended lock_shared/unlock_shared pair is one compare-exchange and one fetch_sub;
-// see group_lock.hpp.
+// Progress: writers do not starve under a steady stream of readers: once a writer is announced,
+// no new reader gets in, so it waits only for the readers already inside. Readers do not starve
+// under a steady stream of writers: those that met a writer queue in the GroupLock, which hands
+// the lock to the reader group when the writer leaves (round robin; see group_lock.hpp). The
+// policy (throughput by default, or GroupLockPolicy::fair) applies to that arbitration between
+// writers and readers on the slow path.
 //
-// Memory ordering: GroupLock's. Whatever a writer wrote before `unlock` is visible to every later
-// reader and writer; whatever a reader wrote before `unlock_shared` (to data of its own) is
-// visible to the next writer.
+// Cost: an uncontended lock_shared/unlock_shared pair is one fetch_add and one fetch_sub on the
+// thread's own slot, plus a load of the read-mostly writer word; no system call. A writer pays
+// GroupLock's lock and unlock, a store to the writer word and a scan of all slots.
+// `sizeof(RwLock)` is one cache line per slot plus the GroupLock and counters: 1600 bytes.
+//
+// Memory ordering:
+// - Announcement and entry pair up (a store-load pattern on two words, without a fence): the
+//   writer stores `writer_present` to `writer_state_` and then loads every slot; a reader adds
+//   itself to its slot and then loads `writer_state_`. All four are seq_cst, so in their single
+//   total order either the writer's load sees the reader (and waits for it) or the reader's load
+//   sees the writer (and backs off).
+// - Sleeping and leaving pair up the same way: a writer about to sleep sets `writer_sleeping` and
+//   then loads every slot; a leaving reader subtracts itself and then loads `writer_state_` (all
+//   seq_cst). Either the writer sees the slot drained, or the reader sees the bit and wakes it.
+// - A reader's exit (seq_cst fetch_sub, so also release) pairs with the writer's seq_cst (so also
+//   acquire) load of the slot: what the reader read happens before what the writer writes. Every
+//   change of a slot is a read-modify-write, so the exits form a release sequence.
+// - `unlock` stores 0 to `writer_state_` with release order; a reader's load of it (seq_cst, so
+//   acquire) that reads the 0 sees the writer's writes. Readers on the slow path, and the next
+//   writer, are ordered after the writer by the GroupLock (see group_lock.hpp).
+// - A reader on the slow path counts itself with a relaxed add while it holds the reader group:
+//   the next writer takes the writer group after the reader leaves it (release/acquire through
+//   the GroupLock) and only then loads the slots.
+// - Statistics counters are relaxed: they are metrics, read as a snapshot that may lag.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/cpu_relax.hpp"
+#include "conveyor/sync/detail/futex.hpp"
 #include "conveyor/sync/group_lock.hpp"
 
 namespace conveyor::sync {
@@ -35,36 +76,325 @@ class RwLock {
  public:
   static constexpr std::size_t reader_group = 0;
   static constexpr std::size_t writer_group = 1;
+  // Threads are spread over the slots round robin, in the order in which they first read-lock any
+  // RwLock; threads that share a slot share its cache line, nothing more.
+  static constexpr std::size_t reader_slot_count = 16;
 
   explicit RwLock(GroupLockPolicy policy = GroupLockPolicy::throughput)
       : lock_(GroupLockOptions{.groups = 2, .caps = {0, 1}, .policy = policy}) {}
+
+  ~RwLock() {
+    // Relaxed: whoever destroys the lock must already be ordered after every user.
+    CONVEYOR_DEBUG_CONTRACT(writer_state_.load(std::memory_order_relaxed) == 0 && readers_gone(),
+                            "RwLock destroyed while a thread holds it or waits for it");
+  }
 
   RwLock(const RwLock&) = delete;
   RwLock& operator=(const RwLock&) = delete;
   RwLock(RwLock&&) = delete;
   RwLock& operator=(RwLock&&) = delete;
 
-  void lock() { lock_.lock(writer_group); }
-  [[nodiscard]] bool try_lock() { return lock_.try_lock(writer_group); }
+  void lock() {
+    bool waited = false;
+    Clock::time_point start{};
+    if (!lock_.try_lock(writer_group)) {
+      waited = true;
+      start = Clock::now();
+      lock_.lock(writer_group);
+    }
+    announce_writer();
+    if (!readers_gone()) {
+      if (!waited) start = Clock::now();
+      waited = true;
+      wait_for_readers(nullptr);
+    }
+    if (waited) record_writer_wait(start);
+  }
+
+  [[nodiscard]] bool try_lock() {
+    if (!lock_.try_lock(writer_group)) return false;
+    announce_writer();
+    if (readers_gone()) return true;
+    withdraw_writer();
+    return false;
+  }
+
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return lock_.try_lock_for(writer_group, timeout);
+    if (try_lock()) return true;
+    if (timeout <= timeout.zero()) return false;
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point deadline = start + std::chrono::ceil<Clock::duration>(timeout);
+    if (!lock_.try_lock_for(writer_group, deadline - Clock::now())) return false;
+    announce_writer();
+    if (!wait_for_readers(&deadline)) {
+      withdraw_writer();
+      return false;
+    }
+    record_writer_wait(start);
+    return true;
   }
-  void unlock() { lock_.unlock(writer_group); }
 
-  void lock_shared() { lock_.lock(reader_group); }
-  [[nodiscard]] bool try_lock_shared() { return lock_.try_lock(reader_group); }
+  void unlock() {
+    // Release pairs with the readers' load of writer_state_; before the GroupLock lets the next
+    // writer announce itself.
+    writer_state_.store(0, std::memory_order_release);
+    lock_.unlock(writer_group);
+  }
+
+  void lock_shared() {
+    ReaderSlot& slot = slot_of_this_thread();
+    if (try_enter_fast(slot)) return;
+    const Clock::time_point start = Clock::now();
+    if (!spin_past_writer(slot)) enter_slow(slot, nullptr);
+    record_wait(statistics_[reader_group], start);
+  }
+
+  [[nodiscard]] bool try_lock_shared() {
+    ReaderSlot& slot = slot_of_this_thread();
+    if (try_enter_fast(slot)) return true;
+    if (lock_.try_lock(reader_group)) {
+      count_in_while_holding_reader_group(slot);
+      return true;
+    }
+    retract_entry(slot);
+    return false;
+  }
+
   template <class Rep, class Period>
   [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return lock_.try_lock_for(reader_group, timeout);
+    ReaderSlot& slot = slot_of_this_thread();
+    if (try_enter_fast(slot)) return true;
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point deadline =
+        start + std::chrono::ceil<Clock::duration>(std::max(timeout, timeout.zero()));
+    if (!spin_past_writer(slot) && !enter_slow(slot, &deadline)) return false;
+    record_wait(statistics_[reader_group], start);
+    return true;
   }
-  void unlock_shared() { lock_.unlock(reader_group); }
 
-  // Entries, aces and waits of readers (reader_group) and writers (writer_group).
-  [[nodiscard]] GroupLock::GroupStats stats(std::size_t group) const { return lock_.stats(group); }
+  void unlock_shared() {
+    [[maybe_unused]] const std::uint64_t before = leave(slot_of_this_thread());
+    CONVEYOR_DEBUG_CONTRACT((before & holders_mask) != 0,
+                            "RwLock::unlock_shared: this thread's reader slot holds no reader");
+  }
+
+  // Entries, aces and waits of readers (reader_group) and writers (writer_group). A reader waits
+  // when it meets a writer; a writer when another writer, or a reader, is inside.
+  [[nodiscard]] GroupLock::GroupStats stats(std::size_t group) const {
+    CONVEYOR_CONTRACT(group == reader_group || group == writer_group,
+                      "RwLock::stats: group must be reader_group or writer_group");
+    GroupLock::GroupStats result;
+    const Statistics& counters = statistics_[group];
+    // Relaxed: a metrics snapshot.
+    if (group == writer_group) {
+      const std::uint64_t entered = lock_.stats(writer_group).entries;
+      const std::uint64_t withdrawn = counters.withdrawn.load(std::memory_order_relaxed);
+      result.entries = entered >= withdrawn ? entered - withdrawn : 0;
+    } else {
+      std::int64_t entries = counters.folded_entries.load(std::memory_order_relaxed);
+      for (const ReaderSlot& slot : slots_) {
+        entries +=
+            static_cast<std::int64_t>(slot.word.load(std::memory_order_relaxed)) >> holder_bits;
+      }
+      result.entries = entries > 0 ? static_cast<std::uint64_t>(entries) : 0;
+    }
+    result.waits = counters.waits.load(std::memory_order_relaxed);
+    result.aces = result.entries >= result.waits ? result.entries - result.waits : 0;
+    result.wait_time =
+        std::chrono::nanoseconds(counters.wait_nanoseconds.load(std::memory_order_relaxed));
+    return result;
+  }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
+  // A slot word: readers inside in the low bits, and above them a signed count of entries (the
+  // statistics), folded into `folded_entries` before it can overflow.
+  static constexpr unsigned holder_bits = 24;
+  static constexpr std::uint64_t holders_mask = (std::uint64_t{1} << holder_bits) - 1;
+  static constexpr std::uint64_t one_entry = std::uint64_t{1} << holder_bits;
+  static constexpr std::int64_t fold_threshold = std::int64_t{1} << 36;
+
+  static constexpr int reader_spins = 128;
+  static constexpr std::int32_t writer_present = 1;
+  static constexpr std::int32_t writer_sleeping = 2;
+
+  struct alignas(64) ReaderSlot {
+    std::atomic<std::uint64_t> word{0};
+  };
+
+  struct alignas(64) Statistics {
+    std::atomic<std::int64_t> folded_entries{0};  // readers only
+    std::atomic<std::uint64_t> withdrawn{0};      // writers only: GroupLock entries given back
+    std::atomic<std::uint64_t> waits{0};
+    std::atomic<std::int64_t> wait_nanoseconds{0};
+  };
+
+  ReaderSlot& slot_of_this_thread() noexcept {
+    static std::atomic<std::size_t> next_slot{0};
+    // Relaxed: it only spreads threads over the slots; every value is correct.
+    thread_local const std::size_t index =
+        next_slot.fetch_add(1, std::memory_order_relaxed) % reader_slot_count;
+    return slots_[index];
+  }
+
+  bool try_enter_fast(ReaderSlot& slot) { return try_count_in(slot, one_entry + 1); }
+
+  // Adds `added` (a holder, and maybe an entry) to the slot and keeps it if no writer is
+  // announced; otherwise backs off, keeping only the entry.
+  bool try_count_in(ReaderSlot& slot, std::uint64_t added) {
+    // Relaxed: a hint only. While a writer is announced, a reader that counted itself in would
+    // only make the writer's scan wait for its back-off.
+    if (writer_state_.load(std::memory_order_relaxed) != 0) {
+      // Relaxed: statistics; the entry stays counted for the slow path, as after a back-off.
+      if (added != 1) slot.word.fetch_add(one_entry, std::memory_order_relaxed);
+      return false;
+    }
+    // seq_cst: the reader's half of the announcement pairing (see "Memory ordering").
+    const std::uint64_t before = slot.word.fetch_add(added, std::memory_order_seq_cst);
+    if (static_cast<std::int64_t>(before) >> holder_bits >= fold_threshold) [[unlikely]] {
+      fold_entries(slot);
+    }
+    // seq_cst, so also acquire: pairs with the writer's store in announce_writer(), and with the
+    // release store of 0 in unlock().
+    if (writer_state_.load(std::memory_order_seq_cst) == 0) return true;
+    leave(slot);  // back off; the entry stays counted for the slow path
+    return false;
+  }
+
+  // After a back-off: most writers hold the lock briefly, so spin a little while one is
+  // announced and enter once it has left, instead of queueing in the GroupLock at once. Bounded,
+  // so a reader that keeps meeting writers still queues, where it cannot starve.
+  bool spin_past_writer(ReaderSlot& slot) {
+    for (int spins = 0; spins < reader_spins; ++spins) {
+      detail::cpu_relax();
+      // Relaxed: only a hint of when to retry; the retry itself makes the seq_cst pairing.
+      if (writer_state_.load(std::memory_order_relaxed) != 0) continue;
+      if (try_count_in(slot, 1)) return true;
+    }
+    return false;
+  }
+
+  void fold_entries(ReaderSlot& slot) {
+    // Relaxed: statistics. Concurrent folds each move their share; the field is signed, so the
+    // sum stays exact.
+    slot.word.fetch_sub(static_cast<std::uint64_t>(fold_threshold) << holder_bits,
+                        std::memory_order_relaxed);
+    statistics_[reader_group].folded_entries.fetch_add(fold_threshold, std::memory_order_relaxed);
+  }
+
+  // Subtracts one reader from `slot` and wakes a writer that sleeps until the readers are gone.
+  // Returns the slot word before.
+  std::uint64_t leave(ReaderSlot& slot) {
+    // seq_cst: release for the writer's scan, and the reader's half of the sleep pairing.
+    const std::uint64_t before = slot.word.fetch_sub(1, std::memory_order_seq_cst);
+    if (writer_state_.load(std::memory_order_seq_cst) & writer_sleeping) [[unlikely]] {
+      wake_writer();
+    }
+    return before;
+  }
+
+  void wake_writer() {
+    // seq_cst: a later leaving reader that reads this value must come before the writer's next
+    // announcement of sleep in the total order, so that the writer's next scan sees its exit.
+    if (writer_state_.fetch_and(~writer_sleeping, std::memory_order_seq_cst) & writer_sleeping) {
+      detail::futex_wake(writer_state_, 1);
+    }
+  }
+
+  void retract_entry(ReaderSlot& slot) {
+    // Relaxed: statistics only; the holder was already subtracted.
+    slot.word.fetch_sub(one_entry, std::memory_order_relaxed);
+  }
+
+  // With the reader group held, no writer is announced: count in, and let the group go.
+  void count_in_while_holding_reader_group(ReaderSlot& slot) {
+    // Relaxed: ordered before the next writer's scan by the GroupLock; see "Memory ordering".
+    slot.word.fetch_add(1, std::memory_order_relaxed);
+    lock_.unlock(reader_group);
+  }
+
+  // Queues in the GroupLock's reader group; the entry is already counted.
+  bool enter_slow(ReaderSlot& slot, const Clock::time_point* deadline) {
+    if (deadline == nullptr) {
+      lock_.lock(reader_group);
+    } else if (!lock_.try_lock_for(reader_group, *deadline - Clock::now())) {
+      retract_entry(slot);
+      return false;
+    }
+    count_in_while_holding_reader_group(slot);
+    return true;
+  }
+
+  // Under the writer group.
+  void announce_writer() {
+    // seq_cst: the writer's half of the announcement pairing.
+    writer_state_.store(writer_present, std::memory_order_seq_cst);
+  }
+
+  void withdraw_writer() {
+    // Release, as in unlock(): readers that saw nothing of this writer see nothing either.
+    writer_state_.store(0, std::memory_order_release);
+    // Relaxed: statistics.
+    statistics_[writer_group].withdrawn.fetch_add(1, std::memory_order_relaxed);
+    lock_.unlock(writer_group);
+  }
+
+  [[nodiscard]] bool readers_gone() const {
+    for (const ReaderSlot& slot : slots_) {
+      // seq_cst, so also acquire: pairs with the readers' exits; and the writer's half of both
+      // pairings.
+      if ((slot.word.load(std::memory_order_seq_cst) & holders_mask) != 0) return false;
+    }
+    return true;
+  }
+
+  // Under the writer group, announced. Spins briefly, then sleeps until the readers inside are
+  // gone; false if the deadline (when given) passed first.
+  bool wait_for_readers(const Clock::time_point* deadline) {
+    for (int spins = 0; spins < 256; ++spins) {
+      if (readers_gone()) return true;
+      detail::cpu_relax();
+    }
+    for (;;) {
+      // seq_cst: the writer's half of the sleep pairing.
+      writer_state_.store(writer_present | writer_sleeping, std::memory_order_seq_cst);
+      if (readers_gone()) break;
+      if (deadline == nullptr) {
+        detail::futex_wait(writer_state_, writer_present | writer_sleeping);
+      } else if (!detail::futex_wait_until(writer_state_, writer_present | writer_sleeping,
+                                           *deadline) &&
+                 Clock::now() >= *deadline) {
+        if (readers_gone()) break;
+        // Relaxed: only this writer and leaving readers (clearing the bit) change the word now.
+        writer_state_.store(writer_present, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    // Relaxed: as above.
+    writer_state_.store(writer_present, std::memory_order_relaxed);
+    return true;
+  }
+
+  static void record_wait(Statistics& counters, Clock::time_point start) {
+    const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+    // Relaxed: statistics.
+    counters.waits.fetch_add(1, std::memory_order_relaxed);
+    counters.wait_nanoseconds.fetch_add(waited.count(), std::memory_order_relaxed);
+  }
+
+  void record_writer_wait(Clock::time_point start) {
+    record_wait(statistics_[writer_group], start);
+  }
+
   GroupLock lock_;
+  // writer_present while a writer holds the writer group and is announced; writer_sleeping while
+  // it sleeps until the readers are gone. Read by every reader, written only by writers (and a
+  // reader that clears writer_sleeping to wake one): read-mostly, on a line of its own.
+  alignas(64) detail::FutexWord writer_state_{0};
+  std::array<ReaderSlot, reader_slot_count> slots_{};
+  std::array<Statistics, 2> statistics_{};
 };
 
 }  // namespace conveyor::sync
