@@ -94,7 +94,9 @@ RunResult run_experiment(const std::string& name, CompoundLock& lock,
   for (std::size_t index = 0; index < thread_count; ++index) {
     const std::size_t group = index % options.groups;
     threads.emplace_back([&, index, group] {
-      results[index] = run_thread(lock, sanity, options, group, options.seed * 1000003u + index);
+      results[index] =
+          run_thread(lock, sanity, options, group,
+                     options.same_sleeps ? options.seed : options.seed * 1000003u + index);
     });
   }
   const auto started = Clock::now();

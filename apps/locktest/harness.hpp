@@ -20,6 +20,11 @@ struct HarnessOptions {
   std::chrono::microseconds max_sleep{100'000};
   double time_scale = 1.0;
   std::uint64_t seed = 1994;
+  // Every thread sleeps the same pseudo-random sequence, as in the paper: LOCKTEST.CPP calls
+  // rand(), whose state the multithreaded C runtime keeps per thread, seeded with 1 in each. The
+  // threads of a group then move in step, which is what makes the paper's group locks wait so
+  // little.
+  bool same_sleeps = false;
 };
 
 struct ThreadResult {

@@ -106,6 +106,8 @@ int run_locktest(int argc, char** argv) {
       ->check(CLI::Range(0.0, 10.0));
   app.add_option("--variant", selected, "run only this variant (repeatable); default all");
   app.add_option("--seed", options.seed, "seed of the per-thread random sleeps");
+  app.add_flag("--same-sleeps", options.same_sleeps,
+               "every thread sleeps the same random sequence, as the paper's rand() did");
   app.add_option("--svg", svg_path, "write the bar chart of waits to this SVG file");
   app.add_flag("--list", list, "list the variants and exit");
   app.add_flag("--check", check, "exit with status 1 if a sound variant shows a goofup");
