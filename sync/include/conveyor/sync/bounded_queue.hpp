@@ -6,8 +6,11 @@
 //   calls pop/try_pop/pop_bulk. The roles may move between threads if the hand-over is
 //   synchronised. Debug builds (no NDEBUG) catch two threads inside the same role at once and
 //   report a contract violation.
-// - close(), abort(), closed(), capacity() and size_approx() may be called from any thread, at any
-//   time, any number of times, concurrently with blocked callers.
+// - close() belongs to the producer's role, like push: the producer calls it after its last push
+//   (or another thread does, once the producer has stopped pushing). It ends the stream the way a
+//   sender closes a Go channel; to stop a stream from elsewhere, call abort(). abort(), closed(),
+//   capacity() and size_approx() may be called from any thread, at any time, any number of times,
+//   concurrently with blocked callers.
 // - `capacity >= 1`, or the constructor reports a contract violation. At most `capacity` elements
 //   are held at any time. Not copyable, not movable: sleepers wait on the addresses of members.
 // - T must be nothrow move constructible and nothrow destructible; it needs neither a default
@@ -16,15 +19,13 @@
 //   the destructor runs.
 // - push blocks while the ring is full and returns false, dropping its value, once the queue is
 //   closed or aborted. try_push never blocks and moves from its argument only when it returns true.
-//   push_bulk moves items in until all are in or the queue ends, and returns how many went in
-//   (those were moved from; if close() from another thread races with it, the items of the batch
-//   that lost the race may have been moved from too, and were destroyed).
+//   push_bulk moves items in until all are in or the queue is aborted, and returns how many went
+//   in (those were moved from).
 // - pop blocks while the ring is empty. After close() it returns the items left, in order, and
 //   then nullopt. After abort() it returns nullopt at once. try_pop never blocks. pop_bulk (max >=
 //   1) blocks until there is at least one item or the end, and returns 0 only at the end.
-// - close() is the done sentinel and is linearisable: a push that returned true happened before it
-//   and its item will be popped (unless the queue is aborted); a push that starts after it fails.
-//   close() from another thread may wait briefly for a push that is publishing.
+// - close() is the done sentinel: every item pushed before it is popped (unless the queue is
+//   aborted), then pop() reports the end; a push after it fails. close() may be called again.
 // - abort() wakes every blocked caller. Pending items are destroyed by the consumer's next call, or
 //   by the destructor, whichever comes first; abort() itself never touches a slot, because it may
 //   run on any thread while the producer or the consumer is using one.
@@ -57,15 +58,11 @@
 //   need not sleep clears its own flag with an exchange; if a waker got there first, it acquires
 //   the token that waker is about to release. So the semaphores hold no token whenever no side is
 //   asleep.
-// - End of stream, linearisable without a read-modify-write on the producer's path: a push opens
-//   a publishing window (`publishing_`, relaxed store, light fence) and then checks `closed_`;
-//   close() stores `closed_` (seq_cst), runs the heavy fence, and waits until no window is open
-//   (acquire, pairing with the release that closes the window after the store of `tail_`). So a
-//   push either sees `closed_` and fails, or close() waits for its item to be published. Only then
-//   does close() set `ended_` (seq_cst, a release); a consumer that reads `ended_` with acquire
-//   knows that `tail_` is final.
-// - abort() stores `aborted_` (seq_cst) before close() sets `ended_`, so a consumer that has seen
-//   `ended_` sees the abort on its next call.
+// - End of stream: the producer's close() stores `ended_` (seq_cst, a release) after its last
+//   store of `tail_`; a consumer that reads `ended_` with acquire knows that `tail_` is final.
+// - abort() stores `aborted_` (seq_cst) before `ended_`, so a consumer that has seen `ended_` sees
+//   the abort on its next call. A push that races with abort() may still publish; the consumer
+//   and the destructor drop what it published.
 // - The role guards use acquire/release among themselves and add nothing the queue relies on.
 #pragma once
 
@@ -76,7 +73,6 @@
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -115,10 +111,7 @@ class BoundedQueue {
     detail::QueueRoleGuard::Scope role(producer_role_, producer_violation);
     if (!wait_for_space()) return false;
     slots_[producer_slot_].construct(std::move(value));
-    if (!publish(1)) {
-      slots_[producer_slot_].destroy();
-      return false;
-    }
+    publish(1);
     return true;
   }
 
@@ -126,12 +119,8 @@ class BoundedQueue {
     detail::QueueRoleGuard::Scope role(producer_role_, producer_violation);
     // Relaxed: a hint; publish() has the last say.
     if (closed_.load(std::memory_order_relaxed) || !has_space()) return false;
-    detail::RingSlot<T>& slot = slots_[producer_slot_];
-    slot.construct(std::move(value));
-    if (!publish(1)) {
-      slot.move_back_into(value);
-      return false;
-    }
+    slots_[producer_slot_].construct(std::move(value));
+    publish(1);
     return true;
   }
 
@@ -174,12 +163,7 @@ class BoundedQueue {
         slots_[slot].construct(std::move(*first));
         slot = next_slot(slot);
       }
-      if (!publish(built)) {
-        slot = producer_slot_;
-        for (std::uint64_t i = 0; i < built; ++i, slot = next_slot(slot))
-          slots_[slot].destroy();
-        break;
-      }
+      publish(built);
       pushed += static_cast<std::size_t>(built);
     }
     return pushed;
@@ -203,28 +187,24 @@ class BoundedQueue {
   }
 
   void close() {
-    // seq_cst: the rare side of the asymmetric pairing with publish() (closed_ against
-    // publishing_), and the store half of the Dekker pairing with a producer asleep on full.
+    detail::QueueRoleGuard::Scope role(producer_role_, producer_violation);
+    // The producer's own program order puts every push before this, so tail_ is final. seq_cst:
+    // a release for the consumer's acquire of ended_, and the store half of the Dekker pairing
+    // with a consumer asleep on empty.
     closed_.store(true, std::memory_order_seq_cst);
-    detail::asymmetric_fence_heavy();
-    // Grace period: a push that did not see closed_ is inside its publishing window; wait for it
-    // to publish. The window holds no wait, so this is short. Acquire pairs with the release that
-    // closes the window, which follows the push's store of tail_.
-    while (publishing_.load(std::memory_order_acquire))
-      std::this_thread::yield();
-    // Every push that will ever succeed has now published: tail_ is final. seq_cst: a release
-    // for the consumer's acquire of ended_, and the store half of the Dekker pairing with a
-    // consumer asleep on empty.
     ended_.store(true, std::memory_order_seq_cst);
     wake_consumer(std::memory_order_seq_cst);
-    wake_producer(std::memory_order_seq_cst);
   }
 
   void abort() {
-    // seq_cst: ordered before ended_ (set by close() below), which the consumer reads with
+    // Any thread. seq_cst throughout: stores ordered before the wake-ups' loads (the Dekker
+    // pairings with both sleepers), and aborted_ before ended_, which the consumer reads with
     // acquire before it reads aborted_ again.
     aborted_.store(true, std::memory_order_seq_cst);
-    close();
+    closed_.store(true, std::memory_order_seq_cst);
+    ended_.store(true, std::memory_order_seq_cst);
+    wake_consumer(std::memory_order_seq_cst);
+    wake_producer(std::memory_order_seq_cst);
   }
 
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
@@ -266,6 +246,9 @@ class BoundedQueue {
 
   // Waits until there is room; false once the queue is closed or aborted.
   bool wait_for_space() {
+    // Relaxed: after close() this is the producer's own store; after abort() a push that races
+    // with it may still succeed, and its item is dropped with the rest.
+    if (closed_.load(std::memory_order_relaxed)) return false;
     while (!has_space()) {
       // Relaxed: only a hint here; the sleep path re-reads it with seq_cst.
       if (closed_.load(std::memory_order_relaxed)) return false;
@@ -295,30 +278,17 @@ class BoundedQueue {
     free_slots_.acquire();
   }
 
-  // Publishes `count` constructed elements after producer_tail_; false if the queue was closed
-  // first, in which case the elements are still the producer's to destroy.
-  bool publish(std::uint64_t count) {
-    // The publishing window: close() waits for a window it did not stop. Relaxed store, light
-    // fence, relaxed load: the fast side of the asymmetric pairing with close() (closed_ against
-    // publishing_), so either this push sees closed_ or close() sees the window open.
-    publishing_.store(true, std::memory_order_relaxed);
-    detail::asymmetric_fence_light();
-    if (closed_.load(std::memory_order_relaxed)) {
-      publishing_.store(false, std::memory_order_relaxed);
-      return false;
-    }
+  // Publishes `count` constructed elements after producer_tail_.
+  void publish(std::uint64_t count) {
     producer_tail_ += count;
     // Release: the elements, for the consumer's acquire of tail_.
     tail_.store(producer_tail_, std::memory_order_release);
-    // Release: close()'s acquire of the window's end makes the store of tail_ visible to it.
-    publishing_.store(false, std::memory_order_release);
     producer_slot_ += static_cast<std::size_t>(count);
     if (producer_slot_ >= capacity_) producer_slot_ -= capacity_;
     // The fast side of the asymmetric pairing with wait_for_items(): tail_ against
     // consumer_sleeping_.
     detail::asymmetric_fence_light();
     wake_consumer(std::memory_order_relaxed);
-    return true;
   }
 
   // `order` is relaxed after a light fence (the asymmetric pairing) and seq_cst after a seq_cst
@@ -449,11 +419,10 @@ class BoundedQueue {
   alignas(64) std::atomic<std::uint64_t> tail_{0};  // published by the producer
   alignas(64) std::atomic<std::uint64_t> head_{0};  // published by the consumer
 
-  // The producer's private line. publishing_ is read only by close().
+  // The producer's private line.
   alignas(64) std::uint64_t producer_tail_ = 0;
   std::uint64_t cached_head_ = 0;
   std::size_t producer_slot_ = 0;
-  std::atomic<bool> publishing_{false};
   detail::AdaptiveSpin producer_spin_;
   [[no_unique_address]] detail::QueueRoleGuard producer_role_;
 
@@ -467,8 +436,8 @@ class BoundedQueue {
   // Read on every operation, written only when a side sleeps or the queue is aborted.
   alignas(64) std::atomic<bool> consumer_sleeping_{false};
   std::atomic<bool> producer_sleeping_{false};
-  std::atomic<bool> closed_{false};  // close() or abort() began: pushes fail
-  std::atomic<bool> ended_{false};   // and every push that succeeded has published
+  std::atomic<bool> closed_{false};  // close() or abort(): pushes fail
+  std::atomic<bool> ended_{false};   // tail_ is final (close), or the stream is dropped (abort)
   std::atomic<bool> aborted_{false};
 
   Semaphore items_;
