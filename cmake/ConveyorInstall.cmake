@@ -3,12 +3,13 @@
 #   target_link_libraries(app PRIVATE conveyor::sync)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS conveyor_sync
+install(TARGETS conveyor_sync conveyor_framework
   EXPORT conveyorTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY sync/include/conveyor DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY sync/include/conveyor framework/include/conveyor
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 set(conveyor_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/conveyor)
 install(EXPORT conveyorTargets

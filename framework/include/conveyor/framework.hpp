@@ -1,0 +1,11 @@
+// Everything a pipeline author needs: Pipeline, stage(), sink(), Emit, the options, Shared<T>,
+// Observer and Stats.
+#pragma once
+
+#include "conveyor/framework/emit.hpp"
+#include "conveyor/framework/observer.hpp"
+#include "conveyor/framework/options.hpp"
+#include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/shared.hpp"
+#include "conveyor/framework/stage.hpp"
+#include "conveyor/framework/stats.hpp"

@@ -1,0 +1,119 @@
+// Control: a running pipeline's shared state: stop and abort requests, cancellation, the first
+// error, and the count of workers still running.
+//
+// Contract:
+// - `request_stop()` and `request_abort()` may be called from any thread and from a signal
+//   handler: each is one atomic read-modify-write on a futex word and one futex wake. The
+//   supervisor (the thread in Pipeline::wait()) sleeps on that word and acts on the request.
+// - `cancel()` ends every wait at once: it is called by the supervisor for an abort, and by a
+//   worker whose stage threw. `cancelled()` and `stop_requested()` are cheap polls for workers.
+// - `fail()` keeps the first exception; later ones are counted by their stages but dropped.
+//
+// Memory ordering:
+// - `cancelled_` is stored seq_cst and followed by a full fence before the doorbells are rung; a
+//   worker about to sleep announces itself and runs the heavy asymmetric fence before it polls
+//   `cancelled_` (see doorbell.hpp), so either it sees the flag or the ring sees it.
+// - The request bits and `running_workers_` are read-modify-writes on one word each (acq_rel):
+//   the last worker's decrement, and the supervisor's acquire load that sees it, order every
+//   worker's writes before the supervisor's return. The first error is guarded by a mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/sync/detail/futex.hpp"
+
+namespace conveyor::detail {
+
+class Control {
+ public:
+  static constexpr std::int32_t stop_bit = 1;
+  static constexpr std::int32_t abort_bit = 2;
+  static constexpr std::int32_t failed_bit = 4;
+  static constexpr std::int32_t finished_bit = 8;
+
+  // --- any thread, signal handlers included ---
+
+  void request_stop() noexcept { raise(stop_bit); }
+  void request_abort() noexcept { raise(abort_bit); }
+
+  // --- workers ---
+
+  [[nodiscard]] bool cancelled() const noexcept {
+    return cancelled_.load(std::memory_order_relaxed);
+  }
+  [[nodiscard]] bool stop_requested() const noexcept {
+    return (word_.load(std::memory_order_relaxed) & (stop_bit | abort_bit)) != 0;
+  }
+
+  // Records `error` if it is the first, and cancels the pipeline.
+  void fail(std::exception_ptr error) {
+    {
+      std::lock_guard lock(error_mutex_);
+      if (!first_error_) first_error_ = std::move(error);
+    }
+    raise(failed_bit);
+    cancel();
+  }
+
+  // Ends every wait: workers return as soon as they look.
+  void cancel() {
+    if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
+    sync::detail::full_fence();
+    for (Doorbell* bell : doorbells_)
+      bell->ring_any();
+  }
+
+  // Before any worker starts.
+  void expect_workers(std::int32_t count) noexcept {
+    running_workers_.store(count, std::memory_order_relaxed);
+    if (count == 0) raise(finished_bit);
+  }
+  void worker_finished() noexcept {
+    // acq_rel: the last decrement carries every worker's writes to the supervisor.
+    if (running_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) raise(finished_bit);
+  }
+
+  // --- supervisor ---
+
+  void set_doorbells(std::vector<Doorbell*> doorbells) { doorbells_ = std::move(doorbells); }
+
+  [[nodiscard]] std::int32_t requests() const noexcept {
+    return word_.load(std::memory_order_acquire);
+  }
+  // Sleeps until the word differs from `seen` (or spuriously).
+  void wait_for_change(std::int32_t seen) noexcept { sync::detail::futex_wait(word_, seen); }
+  // The same, but not past `deadline`.
+  void wait_for_change_until(std::int32_t seen,
+                             std::chrono::steady_clock::time_point deadline) noexcept {
+    sync::detail::futex_wait_until(word_, seen, deadline);
+  }
+
+  [[nodiscard]] std::exception_ptr first_error() const {
+    std::lock_guard lock(error_mutex_);
+    return first_error_;
+  }
+
+ private:
+  void raise(std::int32_t bit) noexcept {
+    // acq_rel: a request is an event the supervisor acts on; the wake is a system call, which
+    // is async-signal-safe.
+    word_.fetch_or(bit, std::memory_order_acq_rel);
+    sync::detail::futex_wake(word_, 1);
+  }
+
+  sync::detail::FutexWord word_{0};
+  std::atomic<bool> cancelled_{false};
+  std::atomic<std::int32_t> running_workers_{0};
+  std::vector<Doorbell*> doorbells_;  // set before any worker starts
+  mutable std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace conveyor::detail

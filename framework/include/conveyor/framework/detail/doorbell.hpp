@@ -1,0 +1,138 @@
+// Doorbell: how one pipeline worker sleeps until another worker has something for it.
+//
+// Every worker owns one doorbell and waits on nothing else: for items on its input lanes, for
+// space on its output lanes, or for room in an ordering window. Whoever makes that wait pointless
+// (a producer that pushed, a consumer that freed slots, the in-order stage that advanced its
+// window, or a cancellation) rings the doorbell, but only if its owner waits for that reason.
+// Underneath is the owner's own semaphore: a `sync::Semaphore` for a worker on a dedicated thread,
+// or a `sync::CooperativeSemaphore` for a worker running as a oneTBB task, whose wait suspends the
+// task instead of blocking the thread.
+//
+// Contract:
+// - Owner only: `prepare`, `cancel`, `park`. The owner announces a wait with `prepare(reason)`,
+//   re-checks its condition, and then either `cancel()`s (the condition holds) or `park()`s.
+// - Anyone: `ring(reason)` after making the owner's condition true for that reason (or
+//   `waits_for(reason)`, a check of its own, then `wake(reason)`); `ring_any()` after a change
+//   that ends every wait (cancellation).
+// - A ring that finds no matching announcement costs one relaxed load and does nothing.
+//
+// Memory ordering: a store-load (Dekker) pairing. The owner stores its reason and runs a fence
+// before it re-checks; a ringer stores its change (the lane index, the window) and runs a fence
+// before it loads the reason (in `waits_for`). Either the owner's re-check sees the change, or the
+// ringer sees the announcement. On threads the fences are asymmetric
+// (sync/detail/asymmetric_fence.hpp): the ringer, which rings on every push and pop, pays only a
+// compiler barrier, and the owner, about to sleep anyway, pays a membarrier system call. A oneTBB
+// task does not spin before it suspends, so it would pay that system call on every wait; there
+// both sides use a full fence instead. The ringer that
+// resets the announcement (a compare-exchange, acq_rel) is the only one that releases the
+// semaphore, so one announcement yields at most one token; an owner whose `cancel` finds the
+// announcement already reset takes that token, so the semaphore is empty whenever nobody waits.
+// The semaphore only wakes the owner: the data it waited for is published by the lanes' own
+// release/acquire pairs, which the owner's re-check reads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "conveyor/sync/cooperative_semaphore.hpp"
+#include "conveyor/sync/detail/asymmetric_fence.hpp"
+#include "conveyor/sync/semaphore.hpp"
+
+namespace conveyor::detail {
+
+enum class WaitReason : std::uint8_t { none, items, space, window };
+
+class Doorbell {
+ public:
+  // `cooperative`: the owner runs as a oneTBB task and should suspend rather than block.
+  explicit Doorbell(bool cooperative = false) noexcept : cooperative_(cooperative) {}
+
+  Doorbell(const Doorbell&) = delete;
+  Doorbell& operator=(const Doorbell&) = delete;
+
+  // Owner: announce a wait, then re-check the condition.
+  void prepare(WaitReason reason) noexcept {
+    // Relaxed store: the fence that follows is what orders it before the re-check.
+    waiting_.store(reason, std::memory_order_relaxed);
+    if (cooperative_) {
+      sync::detail::full_fence();
+    } else {
+      sync::detail::asymmetric_fence_heavy();
+    }
+  }
+
+  // Owner: the re-check found the condition true; withdraw the announcement.
+  void cancel() {
+    // acq_rel: arbitrates with a ringer's compare-exchange; if a ringer won, its token is on its
+    // way and must be taken, or the next park would return at once.
+    if (waiting_.exchange(WaitReason::none, std::memory_order_acq_rel) == WaitReason::none) {
+      take_token();
+    }
+  }
+
+  // Owner: the re-check found the condition false; sleep until a ring.
+  void park() { take_token(); }
+
+  // Ringer, after making the condition for `reason` true: whether the owner announced a wait for
+  // it. The fence before the load is the ringer's half of the pairing.
+  [[nodiscard]] bool waits_for(WaitReason reason) const noexcept {
+    if (cooperative_) {
+      sync::detail::full_fence();
+    } else {
+      sync::detail::asymmetric_fence_light();
+    }
+    // Relaxed: the fence above orders it; wake() decides with a compare-exchange.
+    return waiting_.load(std::memory_order_relaxed) == reason;
+  }
+
+  // Ringer, after waits_for(reason) returned true.
+  void wake(WaitReason reason) {
+    WaitReason expected = reason;
+    if (waiting_.compare_exchange_strong(expected, WaitReason::none, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+      give_token();
+    }
+  }
+
+  // Ringer, after making the condition for `reason` true.
+  void ring(WaitReason reason) {
+    if (waits_for(reason)) wake(reason);
+  }
+
+  // Anyone, after a change that ends every wait; the caller runs a full fence before it.
+  void ring_any() {
+    if (waiting_.exchange(WaitReason::none, std::memory_order_acq_rel) != WaitReason::none) {
+      give_token();
+    }
+  }
+
+  [[nodiscard]] bool cooperative() const noexcept { return cooperative_; }
+
+  [[nodiscard]] WaitReason waiting() const noexcept {
+    return waiting_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  void take_token() {
+    if (cooperative_) {
+      task_token_.acquire();
+    } else {
+      thread_token_.acquire();
+    }
+  }
+  void give_token() {
+    if (cooperative_) {
+      task_token_.release();
+    } else {
+      thread_token_.release();
+    }
+  }
+
+  // Read by every ringer, written only when the owner waits: a line of its own.
+  alignas(64) std::atomic<WaitReason> waiting_{WaitReason::none};
+  const bool cooperative_;
+  sync::Semaphore thread_token_;
+  sync::CooperativeSemaphore task_token_;
+};
+
+}  // namespace conveyor::detail

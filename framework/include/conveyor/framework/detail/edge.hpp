@@ -1,0 +1,84 @@
+// Edge<T>: the channels between two neighbouring stages: one lane from every producer worker to
+// every consumer worker, each of the consumer stage's channel capacity.
+//
+// Contract: built before the workers start and destroyed after they have all returned; the
+// destructor destroys whatever items are still in the lanes (after an abort). `depth()` and
+// `capacity()` may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/framework/detail/in_port.hpp"
+#include "conveyor/framework/detail/lane.hpp"
+#include "conveyor/framework/detail/out_port.hpp"
+#include "conveyor/framework/detail/parcel.hpp"
+
+namespace conveyor::detail {
+
+class EdgeBase {
+ public:
+  virtual ~EdgeBase() = default;
+  // Parcels in all lanes (a snapshot), and what they can hold.
+  [[nodiscard]] virtual std::size_t depth() const = 0;
+  [[nodiscard]] virtual std::size_t capacity() const = 0;
+};
+
+template <class T>
+class Edge final : public EdgeBase {
+ public:
+  Edge(std::size_t producers, std::size_t consumers, std::size_t lane_capacity)
+      : producers_(producers), consumers_(consumers) {
+    lanes_.reserve(producers * consumers);
+    for (std::size_t i = 0; i < producers * consumers; ++i) {
+      lanes_.push_back(std::make_unique<Lane<Parcel<T>>>(lane_capacity));
+    }
+  }
+
+  [[nodiscard]] typename OutPort<T>::Lanes producer_side(
+      std::size_t producer, const std::vector<Doorbell*>& consumer_bells) const {
+    typename OutPort<T>::Lanes side;
+    for (std::size_t consumer = 0; consumer < consumers_; ++consumer) {
+      side.lanes.push_back(&lane(producer, consumer));
+    }
+    side.consumers = consumer_bells;
+    return side;
+  }
+
+  [[nodiscard]] typename InPort<T>::Lanes consumer_side(
+      std::size_t consumer, const std::vector<Doorbell*>& producer_bells) const {
+    typename InPort<T>::Lanes side;
+    for (std::size_t producer = 0; producer < producers_; ++producer) {
+      side.lanes.push_back(&lane(producer, consumer));
+    }
+    side.producers = producer_bells;
+    return side;
+  }
+
+  [[nodiscard]] std::size_t depth() const override {
+    std::size_t total = 0;
+    for (const auto& lane : lanes_)
+      total += lane->size_approx();
+    return total;
+  }
+
+  [[nodiscard]] std::size_t capacity() const override {
+    std::size_t total = 0;
+    for (const auto& lane : lanes_)
+      total += lane->capacity();
+    return total;
+  }
+
+ private:
+  Lane<Parcel<T>>& lane(std::size_t producer, std::size_t consumer) const {
+    return *lanes_[producer * consumers_ + consumer];
+  }
+
+  const std::size_t producers_;
+  const std::size_t consumers_;
+  std::vector<std::unique_ptr<Lane<Parcel<T>>>> lanes_;
+};
+
+}  // namespace conveyor::detail

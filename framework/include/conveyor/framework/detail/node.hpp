@@ -1,0 +1,379 @@
+// The nodes of a pipeline: a source, stages and a sink, each with its user code and options, and
+// what each of their workers runs.
+//
+// A node is built by the Pipeline's composition operators and stays type-erased behind NodeBase.
+// When the pipeline starts, each node makes the edge to its successor (it knows its output type),
+// and is then instantiated with its Wiring: its workers' doorbells, its neighbours', its edges,
+// how it tags what it emits, and, for a serial_in_order node, its reorder window.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <typeindex>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/body.hpp"
+#include "conveyor/framework/detail/control.hpp"
+#include "conveyor/framework/detail/edge.hpp"
+#include "conveyor/framework/detail/reorder_buffer.hpp"
+#include "conveyor/framework/detail/window_gate.hpp"
+#include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/framework/detail/worker_counters.hpp"
+#include "conveyor/framework/detail/worker_loop.hpp"
+#include "conveyor/framework/emit.hpp"
+#include "conveyor/framework/options.hpp"
+
+namespace conveyor::detail {
+
+enum class Role { source, stage, sink };
+
+struct Wiring {
+  Control* control = nullptr;
+  std::vector<Doorbell*> own;         // this node's workers
+  std::vector<Doorbell*> upstream;    // the previous node's workers
+  std::vector<Doorbell*> downstream;  // the next node's workers
+  EdgeBase* input = nullptr;
+  EdgeBase* output = nullptr;
+  // The edge to the next node, as the next node's options describe it.
+  const Dispatch* output_dispatch = nullptr;
+  std::size_t output_batch = 1;
+  Tagging output_tagging = Tagging::none;
+  WindowGate* output_gate = nullptr;  // a sequencer whose order an in-order stage restores
+  // serial_in_order nodes: the window of their reorder buffer, and the gate they advance.
+  std::uint64_t reorder_window = 0;
+  WindowGate* input_gate = nullptr;
+};
+
+class Instance {
+ public:
+  virtual ~Instance() = default;
+  virtual void run_worker(std::size_t worker) = 0;
+};
+
+class NodeBase {
+ public:
+  NodeBase(Role role, StageOptions options) : role_(role), options_(std::move(options)) {}
+  virtual ~NodeBase() = default;
+
+  NodeBase(const NodeBase&) = delete;
+  NodeBase& operator=(const NodeBase&) = delete;
+
+  [[nodiscard]] Role role() const noexcept { return role_; }
+  [[nodiscard]] const StageOptions& options() const noexcept { return options_; }
+  [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
+  void set_name(std::string name) { options_.name = std::move(name); }
+  [[nodiscard]] Mode mode() const noexcept { return options_.mode; }
+  // A sequencer numbers what it emits: the source and every serial_in_order stage.
+  [[nodiscard]] bool sequencer() const noexcept {
+    return role_ == Role::source || options_.mode == Mode::serial_in_order;
+  }
+
+  // Fixes the number of workers and allocates their counters (when the pipeline starts).
+  void prepare(std::size_t workers) {
+    workers_ = workers;
+    counters_ = std::make_unique<WorkerCounters[]>(workers);
+  }
+  [[nodiscard]] std::size_t workers() const noexcept { return workers_; }
+  [[nodiscard]] const WorkerCounters& counters(std::size_t worker) const noexcept {
+    return counters_[worker];
+  }
+  [[nodiscard]] WorkerCounters& counters(std::size_t worker) noexcept { return counters_[worker]; }
+
+  // Throws std::invalid_argument if the options do not fit the node's item types.
+  virtual void check_options() const = 0;
+  // Whether several workers may each get a copy of the node's code.
+  [[nodiscard]] virtual bool copyable() const noexcept = 0;
+  [[nodiscard]] virtual bool input_copyable() const noexcept = 0;
+  // The edge from this node's workers to `consumers` workers of the next node.
+  [[nodiscard]] virtual std::unique_ptr<EdgeBase> make_output_edge(
+      std::size_t consumers, std::size_t lane_capacity) const = 0;
+  [[nodiscard]] virtual std::unique_ptr<Instance> instantiate(const Wiring& wiring) = 0;
+
+ protected:
+  // Runs one worker's body, recording a failure (which cancels the pipeline).
+  template <class Body>
+  static void guarded(Control& control, WorkerCounters& counters, Body&& body) noexcept {
+    try {
+      body();
+    } catch (...) {
+      counters.errors.add(1);
+      control.fail(std::current_exception());
+    }
+  }
+
+  // For a node that emits Out.
+  template <class Out>
+  [[nodiscard]] std::unique_ptr<EdgeBase> edge_for(std::size_t consumers,
+                                                   std::size_t lane_capacity) const {
+    return std::make_unique<Edge<Out>>(workers_, consumers, lane_capacity);
+  }
+
+ private:
+  Role role_;
+  StageOptions options_;
+  std::size_t workers_ = 0;
+  std::unique_ptr<WorkerCounters[]> counters_;
+};
+
+// The node's code, one instance per worker: copies of the prototype, and the prototype itself for
+// the last (or only) worker. Made before the workers start, so that none copies while another
+// moves.
+template <class F>
+class Prototype {
+ public:
+  explicit Prototype(F f) : f_(std::move(f)) {}
+
+  [[nodiscard]] std::vector<F> instances(std::size_t workers) {
+    std::vector<F> result;
+    result.reserve(workers);
+    if constexpr (std::is_copy_constructible_v<F>) {
+      for (std::size_t worker = 0; worker + 1 < workers; ++worker)
+        result.push_back(f_);
+    }
+    result.push_back(std::move(f_));
+    return result;
+  }
+
+ private:
+  F f_;
+};
+
+template <class Out, class F>
+class SourceNode final : public NodeBase {
+ public:
+  SourceNode(F f, SourceOptions options)
+      : NodeBase(Role::source,
+                 StageOptions{
+                     .name = std::move(options.name), .mode = Mode::serial_in_order, .workers = 1}),
+        prototype_(std::move(f)) {}
+
+  void check_options() const override {}
+  [[nodiscard]] bool copyable() const noexcept override { return false; }
+  [[nodiscard]] bool input_copyable() const noexcept override { return true; }
+
+  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      std::size_t consumers, std::size_t lane_capacity) const override {
+    return edge_for<Out>(consumers, lane_capacity);
+  }
+
+  [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
+    return std::make_unique<Run>(*this, wiring);
+  }
+
+ private:
+  class Run final : public Instance {
+   public:
+    Run(SourceNode& node, const Wiring& wiring)
+        : node_(node), wiring_(wiring), code_(node.prototype_.instances(1)) {}
+
+    void run_worker(std::size_t worker) override {
+      Control& control = *wiring_.control;
+      WorkerCounters& counters = node_.counters(worker);
+      guarded(control, counters, [&] {
+        WorkerContext context(*wiring_.own[worker], control, counters, worker);
+        auto& output = static_cast<Edge<Out>&>(*wiring_.output);
+        OutPort<Out> port(context, output.producer_side(worker, wiring_.downstream),
+                          *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
+                          wiring_.output_gate);
+        Emit<Out> emit(port, true);
+        SourceBody<F, Out> body(std::move(code_[worker]));
+        BusyClock clock(context);
+        body.run(emit);
+        clock.record(0);
+        if (!context.cancelled()) port.close();
+      });
+    }
+
+   private:
+    SourceNode& node_;
+    const Wiring wiring_;
+    std::vector<F> code_;
+  };
+
+  Prototype<F> prototype_;
+};
+
+// Checks shared by stages and sinks: the options of the edge into them.
+template <class In>
+void check_input_options(const NodeBase& node) {
+  const StageOptions& options = node.options();
+  if (options.channel.capacity() == 0) {
+    throw std::invalid_argument("stage '" + node.name() + "': a channel needs at least one slot");
+  }
+  if (options.batch == 0) {
+    throw std::invalid_argument("stage '" + node.name() + "': the batch size must be at least 1");
+  }
+  const Dispatch& dispatch = options.dispatch;
+  if (dispatch.kind() == Dispatch::Kind::by_key && dispatch.item_type() != typeid(In)) {
+    throw std::invalid_argument("stage '" + node.name() +
+                                "': Dispatch::by_key's key function takes another type than the "
+                                "items this stage receives");
+  }
+  if (dispatch.kind() == Dispatch::Kind::broadcast && !std::is_copy_constructible_v<In> &&
+      node.workers() > 1) {
+    throw std::invalid_argument("stage '" + node.name() +
+                                "': Dispatch::broadcast needs copyable items");
+  }
+}
+
+template <class In, class Out, class F>
+class StageNode final : public NodeBase {
+ public:
+  StageNode(F f, StageOptions options)
+      : NodeBase(Role::stage, std::move(options)), prototype_(std::move(f)) {}
+
+  void check_options() const override { check_input_options<In>(*this); }
+  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
+  [[nodiscard]] bool input_copyable() const noexcept override {
+    return std::is_copy_constructible_v<In>;
+  }
+
+  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      std::size_t consumers, std::size_t lane_capacity) const override {
+    return edge_for<Out>(consumers, lane_capacity);
+  }
+
+  [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
+    return std::make_unique<Run>(*this, wiring);
+  }
+
+ private:
+  class Run final : public Instance {
+   public:
+    Run(StageNode& node, const Wiring& wiring)
+        : node_(node), wiring_(wiring), code_(node.prototype_.instances(node.workers())) {}
+
+    void run_worker(std::size_t worker) override {
+      Control& control = *wiring_.control;
+      WorkerCounters& counters = node_.counters(worker);
+      guarded(control, counters, [&] {
+        WorkerContext context(*wiring_.own[worker], control, counters, worker);
+        auto& input = static_cast<Edge<In>&>(*wiring_.input);
+        auto& output = static_cast<Edge<Out>&>(*wiring_.output);
+        InPort<In> in(context, input.consumer_side(worker, wiring_.upstream));
+        OutPort<Out> out(context, output.producer_side(worker, wiring_.downstream),
+                         *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
+                         wiring_.output_gate);
+        Emit<Out> emit(out, false);
+        StageBody<F, In, Out> body(std::move(code_[worker]));
+        auto flush_batches = [&] { out.flush(); };
+        bool completed = false;
+        if (node_.mode() == Mode::serial_in_order) {
+          ReorderBuffer<In> reorder(wiring_.reorder_window);
+          completed = consume_in_order(
+              in, context, reorder, wiring_.input_gate,
+              [&](In&& item) {
+                counters.items_in.add(1);
+                body.process(std::move(item), emit);
+              },
+              flush_batches);
+        } else {
+          completed = consume_unordered(
+              in, context,
+              [&](Entry<In>& entry) -> std::uint64_t {
+                out.begin_item(entry.tag);
+                std::uint64_t given = 0;
+                if (entry.value) {
+                  counters.items_in.add(1);
+                  body.process(std::move(*entry.value), emit);
+                  given = 1;
+                }
+                out.end_item();
+                return given;
+              },
+              flush_batches);
+        }
+        if (!completed) return;
+        BusyClock clock(context);
+        body.flush(emit);
+        clock.record(0);
+        if (!context.cancelled()) out.close();
+      });
+    }
+
+   private:
+    StageNode& node_;
+    const Wiring wiring_;
+    std::vector<F> code_;
+  };
+
+  Prototype<F> prototype_;
+};
+
+template <class In, class F>
+class SinkNode final : public NodeBase {
+ public:
+  SinkNode(F f, StageOptions options)
+      : NodeBase(Role::sink, std::move(options)), prototype_(std::move(f)) {}
+
+  void check_options() const override { check_input_options<In>(*this); }
+  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
+  [[nodiscard]] bool input_copyable() const noexcept override {
+    return std::is_copy_constructible_v<In>;
+  }
+
+  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(std::size_t,
+                                                           std::size_t) const override {
+    return nullptr;
+  }
+
+  [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
+    return std::make_unique<Run>(*this, wiring);
+  }
+
+ private:
+  class Run final : public Instance {
+   public:
+    Run(SinkNode& node, const Wiring& wiring)
+        : node_(node), wiring_(wiring), code_(node.prototype_.instances(node.workers())) {}
+
+    void run_worker(std::size_t worker) override {
+      Control& control = *wiring_.control;
+      WorkerCounters& counters = node_.counters(worker);
+      guarded(control, counters, [&] {
+        WorkerContext context(*wiring_.own[worker], control, counters, worker);
+        auto& input = static_cast<Edge<In>&>(*wiring_.input);
+        InPort<In> in(context, input.consumer_side(worker, wiring_.upstream));
+        SinkBody<F, In> body(std::move(code_[worker]));
+        auto consume = [&](In&& item) {
+          counters.items_in.add(1);
+          body.process(std::move(item));
+        };
+        bool completed = false;
+        if (node_.mode() == Mode::serial_in_order) {
+          ReorderBuffer<In> reorder(wiring_.reorder_window);
+          completed = consume_in_order(in, context, reorder, wiring_.input_gate, consume, [] {});
+        } else {
+          completed = consume_unordered(
+              in, context,
+              [&](Entry<In>& entry) -> std::uint64_t {
+                if (!entry.value) return 0;
+                consume(std::move(*entry.value));
+                return 1;
+              },
+              [] {});
+        }
+        if (!completed) return;
+        BusyClock clock(context);
+        body.flush();
+        clock.record(0);
+      });
+    }
+
+   private:
+    SinkNode& node_;
+    const Wiring wiring_;
+    std::vector<F> code_;
+  };
+
+  Prototype<F> prototype_;
+};
+
+}  // namespace conveyor::detail

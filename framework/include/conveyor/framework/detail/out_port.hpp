@@ -1,0 +1,279 @@
+// OutPort<T>: the producing side of one worker: it tags what the worker emits, groups it into
+// batches, picks the consumer worker by the edge's dispatch, and pushes into that worker's lane,
+// sleeping on its own doorbell while every lane it may use is full.
+//
+// Tags (see parcel.hpp): a sequencer numbers each item it emits, first waiting for room in the
+// ordering window if an in-order stage downstream restores the order. A stage between a sequencer
+// and an in-order stage collects what it emits for one input and sends it with its input's tag
+// when the input is done (`end_item`): nothing becomes a gap, several items split the tag. Items
+// emitted by a flush hook travel unsequenced. Edges that no in-order stage reads carry no tags
+// worth reading, and items go out as they are emitted.
+//
+// Dispatch (seed 002): round-robin fills the first lane with room at or after the finger and moves
+// the finger past it; by_key pushes into the lane of the item's key hash (gaps by their number);
+// broadcast pushes a copy into every lane.
+//
+// Batching: with batch B > 1, entries collect per destination (one collection for round-robin and
+// broadcast) and go out as one parcel once B are there, and whenever the worker is about to sleep
+// or ends. Before sleeping for room in the window the port flushes its batches, because the
+// in-order stage may be waiting for what they hold.
+//
+// Contract: used by its worker only. `emit` returns false once the pipeline is cancelled (the item
+// is dropped). `close` ends the stream on every lane; it is not called after a cancellation.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/framework/detail/lane.hpp"
+#include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/framework/detail/window_gate.hpp"
+#include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/framework/options.hpp"
+#include "conveyor/sync/detail/contract.hpp"
+
+namespace conveyor::detail {
+
+// How an OutPort numbers what it emits.
+enum class Tagging {
+  none,       // no in-order stage reads this stream before the next sequencer
+  sequencer,  // the source or a serial_in_order stage: fresh numbers
+  forward,    // a stage inside an ordered run: its inputs' tags, split or turned into gaps
+};
+
+template <class T>
+class OutPort {
+ public:
+  struct Lanes {
+    std::vector<Lane<Parcel<T>>*> lanes;  // one per consumer worker
+    std::vector<Doorbell*> consumers;     // their doorbells, same order
+  };
+
+  OutPort(WorkerContext& worker, Lanes lanes, const Dispatch& dispatch, std::size_t batch,
+          Tagging tagging, WindowGate* gate)
+      : worker_(worker),
+        lanes_(std::move(lanes.lanes)),
+        consumers_(std::move(lanes.consumers)),
+        dispatch_(dispatch),
+        batch_(batch),
+        tagging_(tagging),
+        gate_(gate),
+        collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1) {
+    CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == consumers_.size(),
+                      "OutPort: one lane and one doorbell per consumer worker");
+    CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
+  }
+
+  OutPort(const OutPort&) = delete;
+  OutPort& operator=(const OutPort&) = delete;
+
+  // The worker's stage code emits an item. False once the pipeline is cancelled.
+  bool emit(T&& value) {
+    worker_.counters().items_out.add(1);
+    switch (tagging_) {
+      case Tagging::sequencer: {
+        const std::optional<Tag> tag = next_sequence_tag();
+        // No number without room in the window: the item is dropped on cancellation.
+        if (!tag) return false;
+        return send(Entry<T>{*tag, std::move(value)});
+      }
+      case Tagging::forward:
+        if (in_item_) {
+          pending_.push_back(std::move(value));
+          return !worker_.cancelled();
+        }
+        return send(Entry<T>{Tag::unsequenced(), std::move(value)});
+      case Tagging::none:
+        break;
+    }
+    return send(Entry<T>{Tag{}, std::move(value)});
+  }
+
+  // Forwarding ports: the worker starts and ends processing one input with tag `tag`.
+  void begin_item(const Tag& tag) noexcept {
+    current_ = tag;
+    in_item_ = tagging_ == Tagging::forward && tag.sequenced();
+  }
+
+  bool end_item() {
+    if (!in_item_) return true;
+    in_item_ = false;
+    const std::size_t count = pending_.size();
+    bool sent = true;
+    if (count == 0) {
+      sent = send(Entry<T>{current_, std::nullopt});
+    } else if (count == 1) {
+      sent = send(Entry<T>{current_, std::move(pending_.front())});
+    } else {
+      for (std::size_t i = 0; i < count && sent; ++i) {
+        sent = send(Entry<T>{current_.part(i, count), std::move(pending_[i])});
+      }
+    }
+    pending_.clear();
+    return sent;
+  }
+
+  // Sends every partial batch. Called before the worker sleeps and before it closes.
+  bool flush() {
+    if (batch_ == 1) return true;
+    for (std::size_t i = 0; i < collected_.size(); ++i) {
+      if (collected_[i].empty()) continue;
+      Parcel<T> parcel(std::move(collected_[i]));
+      collected_[i] = Batch<T>();
+      if (!dispatch_parcel(std::move(parcel), i)) return false;
+    }
+    return true;
+  }
+
+  // End of stream: the done sentinel on every lane.
+  void close() {
+    if (!flush()) return;
+    for (Lane<Parcel<T>>* lane : lanes_)
+      lane->close();
+    for (Doorbell* consumer : consumers_)
+      consumer->ring(WaitReason::items);
+  }
+
+  [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
+  [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
+
+ private:
+  // The next number, once the window has room for it; nullopt if cancelled first.
+  std::optional<Tag> next_sequence_tag() {
+    const std::uint64_t seq = next_seq_;
+    if (gate_ != nullptr && seq >= released_ + gate_->window()) {
+      released_ = gate_->released();
+      if (seq >= released_ + gate_->window() && !wait_for_window(seq)) return std::nullopt;
+    }
+    ++next_seq_;
+    return Tag::fresh(seq);
+  }
+
+  bool wait_for_window(std::uint64_t seq) {
+    // The in-order stage may be waiting for what the batches hold.
+    if (!flush()) return false;
+    gate_->request_wake_at(seq);
+    return worker_.wait(
+        WaitReason::window,
+        [&] {
+          released_ = gate_->released();
+          return seq < released_ + gate_->window();
+        },
+        [] {}, worker_.counters().blocked_push_ticks);
+  }
+
+  bool send(Entry<T>&& entry) {
+    const std::size_t destination = destination_of(entry);
+    if (batch_ == 1) return dispatch_parcel(Parcel<T>(std::move(entry)), destination);
+    const std::size_t collection = dispatch_.kind() == Dispatch::Kind::by_key ? destination : 0;
+    Batch<T>& batch = collected_[collection];
+    if (batch.empty()) batch.reserve(batch_);
+    batch.push_back(std::move(entry));
+    if (batch.size() < batch_) return !worker_.cancelled();
+    Parcel<T> parcel(std::move(batch));
+    batch = Batch<T>();
+    return dispatch_parcel(std::move(parcel), destination);
+  }
+
+  // by_key: the lane of the entry's key; otherwise unused.
+  std::size_t destination_of(const Entry<T>& entry) const {
+    if (dispatch_.kind() != Dispatch::Kind::by_key || lanes_.size() == 1) return 0;
+    const std::uint64_t hash = entry.value ? dispatch_.hash(&*entry.value) : entry.tag.seq;
+    return static_cast<std::size_t>(hash % lanes_.size());
+  }
+
+  bool dispatch_parcel(Parcel<T>&& parcel, std::size_t destination) {
+    switch (dispatch_.kind()) {
+      case Dispatch::Kind::round_robin:
+        return push_round_robin(parcel);
+      case Dispatch::Kind::by_key:
+        return push_into(destination, parcel);
+      case Dispatch::Kind::broadcast:
+        return push_everywhere(parcel);
+    }
+    return false;
+  }
+
+  bool push_round_robin(Parcel<T>& parcel) {
+    const std::size_t count = lanes_.size();
+    for (;;) {
+      for (std::size_t step = 0; step < count; ++step) {
+        std::size_t lane = finger_ + step;
+        if (lane >= count) lane -= count;
+        if (lanes_[lane]->try_push(parcel)) {
+          finger_ = lane + 1 == count ? 0 : lane + 1;
+          pushed(lane);
+          return true;
+        }
+      }
+      if (!wait_for_room([&] {
+            for (Lane<Parcel<T>>* lane : lanes_) {
+              if (lane->free_slots() > 0) return true;
+            }
+            return false;
+          })) {
+        return false;
+      }
+    }
+  }
+
+  bool push_into(std::size_t lane, Parcel<T>& parcel) {
+    while (!lanes_[lane]->try_push(parcel)) {
+      if (!wait_for_room([&] { return lanes_[lane]->free_slots() > 0; })) return false;
+    }
+    pushed(lane);
+    return true;
+  }
+
+  bool push_everywhere(Parcel<T>& parcel) {
+    if constexpr (std::is_copy_constructible_v<T>) {
+      for (std::size_t lane = 0; lane + 1 < lanes_.size(); ++lane) {
+        Parcel<T> copy(parcel);
+        if (!push_into(lane, copy)) return false;
+      }
+      return push_into(lanes_.size() - 1, parcel);
+    } else {
+      // Rejected when the pipeline is built.
+      CONVEYOR_CONTRACT(lanes_.size() == 1, "OutPort: broadcast needs copyable items");
+      return push_into(0, parcel);
+    }
+  }
+
+  template <class Ready>
+  bool wait_for_room(Ready&& ready) {
+    return worker_.wait(
+        WaitReason::space, ready, [] {}, worker_.counters().blocked_push_ticks);
+  }
+
+  void pushed(std::size_t lane) {
+    // The ringer's side of the Doorbell pairing: the lane's tail store, then the announcement.
+    consumers_[lane]->ring(WaitReason::items);
+  }
+
+  WorkerContext& worker_;
+  const std::vector<Lane<Parcel<T>>*> lanes_;
+  const std::vector<Doorbell*> consumers_;
+  const Dispatch& dispatch_;
+  const std::size_t batch_;
+  const Tagging tagging_;
+  WindowGate* const gate_;
+
+  std::size_t finger_ = 0;
+  // Sequencer.
+  std::uint64_t next_seq_ = 0;
+  std::uint64_t released_ = 0;
+  // Forwarding.
+  Tag current_{};
+  bool in_item_ = false;
+  std::vector<T> pending_;
+  // Batching: one collection per lane for by_key, one in all otherwise.
+  std::vector<Batch<T>> collected_;
+};
+
+}  // namespace conveyor::detail

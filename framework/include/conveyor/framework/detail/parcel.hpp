@@ -1,0 +1,63 @@
+// What travels on a lane: one entry, or a batch of entries, each with the tag that lets a
+// serial_in_order stage put the stream back in order.
+//
+// Ordering: the source and every serial_in_order stage are *sequencers*: they number what they
+// emit 0, 1, 2, ... A stage in between (parallel or serial_out_of_order) passes each input's
+// number on to what it emits for that input. If it emits nothing, a gap with the number travels on
+// instead, so that the in-order stage does not wait for it; if it emits several items, they share
+// the number and split its *width*: every sequence number owns the interval [0, whole), and the
+// k-th of n outputs owns the k-th n-th of its input's interval. An in-order stage has received all
+// of number s once the widths it holds for s add up to `whole`, and emits those parts by offset.
+// Splits nest (a part can be split again) until a part would be narrower than one unit, which
+// takes more than 2^63 outputs from one input.
+//
+// Items emitted by the flush hook of a non-sequencer stage belong to no number (`unsequenced`);
+// an in-order stage passes them on after the stream.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <variant>
+#include <vector>
+
+namespace conveyor::detail {
+
+struct Tag {
+  static constexpr std::uint64_t whole = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t unsequenced_seq = ~std::uint64_t{0};
+
+  std::uint64_t seq = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t width = whole;
+
+  static constexpr Tag fresh(std::uint64_t seq) noexcept { return Tag{seq, 0, whole}; }
+  static constexpr Tag unsequenced() noexcept { return Tag{unsequenced_seq, 0, whole}; }
+
+  [[nodiscard]] constexpr bool sequenced() const noexcept { return seq != unsequenced_seq; }
+
+  // The index-th of `count` parts of this tag (count >= 1); the last part takes the remainder.
+  [[nodiscard]] Tag part(std::uint64_t index, std::uint64_t count) const {
+    const std::uint64_t step = width / count;
+    if (step == 0) {
+      throw std::length_error("conveyor: too many items emitted for one input on an ordered edge");
+    }
+    const std::uint64_t part_width = index + 1 == count ? width - step * index : step;
+    return Tag{seq, offset + step * index, part_width};
+  }
+};
+
+// One item, or a gap (no value) that only carries its tag to an in-order stage.
+template <class T>
+struct Entry {
+  Tag tag;
+  std::optional<T> value;
+};
+
+template <class T>
+using Batch = std::vector<Entry<T>>;
+
+template <class T>
+using Parcel = std::variant<Entry<T>, Batch<T>>;
+
+}  // namespace conveyor::detail

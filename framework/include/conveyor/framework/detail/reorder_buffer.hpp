@@ -1,0 +1,108 @@
+// ReorderBuffer<T>: where a serial_in_order stage keeps what arrives before its turn.
+//
+// One slot per sequence number in [released, released + window), used as a ring. A slot collects
+// the parts of its number (see parcel.hpp) until their widths add up to a whole, then gives their
+// values out by offset. The window gate upstream guarantees that no number outside the window
+// arrives, so the buffer never grows: after the first lap its slots' vectors are reused without
+// allocation. Entries without a number (from flush hooks upstream) are kept apart and given out
+// after the stream.
+//
+// Contract: used by one worker only.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/sync/detail/contract.hpp"
+
+namespace conveyor::detail {
+
+template <class T>
+class ReorderBuffer {
+ public:
+  explicit ReorderBuffer(std::uint64_t window) : slots_(static_cast<std::size_t>(window)) {
+    CONVEYOR_CONTRACT(window >= 1, "ReorderBuffer: the window must hold at least one number");
+  }
+
+  // Takes `entry` and gives out, in order, every value whose turn has come: `deliver(T&&)`.
+  template <class Deliver>
+  void add(Entry<T>&& entry, Deliver&& deliver) {
+    if (!entry.tag.sequenced()) {
+      if (entry.value) unsequenced_.push_back(std::move(*entry.value));
+      return;
+    }
+    const std::uint64_t seq = entry.tag.seq;
+    CONVEYOR_CONTRACT(seq >= next_ && seq - next_ < slots_.size(),
+                      "ReorderBuffer: a sequence number outside the window arrived");
+    if (seq == next_ && entry.tag.width == Tag::whole) {
+      // In order and whole: no need to keep it.
+      ++next_;
+      if (entry.value) deliver(std::move(*entry.value));
+    } else {
+      Slot& slot = slots_[seq % slots_.size()];
+      slot.parts.push_back(Part{entry.tag.offset, std::move(entry.value)});
+      slot.covered += entry.tag.width;
+    }
+    release_complete(deliver);
+  }
+
+  // Every number below this has been given out.
+  [[nodiscard]] std::uint64_t released() const noexcept { return next_; }
+
+  // Whether some numbered entries are still waiting for their turn.
+  [[nodiscard]] bool holding() const noexcept {
+    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.covered > 0; });
+  }
+
+  // Entries without a number, for after the stream.
+  [[nodiscard]] std::vector<T> take_unsequenced() { return std::exchange(unsequenced_, {}); }
+
+ private:
+  struct Part {
+    std::uint64_t offset;
+    std::optional<T> value;
+  };
+  struct Slot {
+    std::uint64_t covered = 0;
+    std::vector<Part> parts;
+  };
+
+  template <class Deliver>
+  void release_complete(Deliver& deliver) {
+    for (;;) {
+      Slot& slot = slots_[next_ % slots_.size()];
+      if (slot.covered != Tag::whole) return;
+      slot.covered = 0;
+      ++next_;
+      // Taken out before the values go out, so that a throwing stage leaves a consistent buffer.
+      std::vector<Part> parts = std::exchange(slot.parts, {});
+      if (parts.size() > 1) {
+        // By offset; the parts themselves stay put (T need not be assignable).
+        order_.clear();
+        for (Part& part : parts)
+          order_.push_back(&part);
+        std::sort(order_.begin(), order_.end(),
+                  [](const Part* a, const Part* b) { return a->offset < b->offset; });
+        for (Part* part : order_) {
+          if (part->value) deliver(std::move(*part->value));
+        }
+      } else if (parts.front().value) {
+        deliver(std::move(*parts.front().value));
+      }
+      parts.clear();
+      slot.parts = std::move(parts);
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::vector<Part*> order_;
+  std::uint64_t next_ = 0;
+  std::vector<T> unsequenced_;
+};
+
+}  // namespace conveyor::detail

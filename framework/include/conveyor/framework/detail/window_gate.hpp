@@ -1,0 +1,60 @@
+// WindowGate: the bound on how far a sequencer may run ahead of the serial_in_order stage that
+// restores its order.
+//
+// The sequencer (the source, or a serial_in_order stage) numbers what it emits; the in-order stage
+// downstream processes the numbers in order and keeps what arrives early in a reorder buffer with
+// one slot per number in [released, released + window). The sequencer issues number s only once
+// s < released + window, so the buffer never overflows, and the items between the two stages
+// never outnumber the window, which is sized to what the channels between them hold plus one
+// per worker.
+//
+// Contract: one sequencer (`released`, `request_wake_at`, through its Doorbell) and one consumer
+// (`advance`). A sleeping sequencer is woken once half the window is free again, not on every
+// advance, so that a full window costs one wake-up per half window.
+//
+// Memory ordering: `released_` and `wake_at_` carry no data, only flow control, and are relaxed;
+// the wake-up is the Doorbell's Dekker pairing (the consumer's store of `released_`, then
+// `waits_for`, which fences before it loads the sequencer's announcement).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "conveyor/framework/detail/doorbell.hpp"
+
+namespace conveyor::detail {
+
+class WindowGate {
+ public:
+  WindowGate(std::uint64_t window, Doorbell& sequencer) noexcept
+      : window_(window), sequencer_(sequencer) {}
+
+  [[nodiscard]] std::uint64_t window() const noexcept { return window_; }
+
+  // Every number below the result has been processed by the in-order stage.
+  [[nodiscard]] std::uint64_t released() const noexcept {
+    return released_.load(std::memory_order_relaxed);
+  }
+
+  // Sequencer, before it sleeps waiting to issue `seq`: wake it once half the window is free.
+  void request_wake_at(std::uint64_t seq) noexcept {
+    wake_at_.store(seq + 1 - window_ + window_ / 2, std::memory_order_relaxed);
+  }
+
+  // In-order stage: every number below `released` is done.
+  void advance(std::uint64_t released) {
+    released_.store(released, std::memory_order_relaxed);
+    if (sequencer_.waits_for(WaitReason::window) &&
+        released >= wake_at_.load(std::memory_order_relaxed)) {
+      sequencer_.wake(WaitReason::window);
+    }
+  }
+
+ private:
+  const std::uint64_t window_;
+  Doorbell& sequencer_;
+  alignas(64) std::atomic<std::uint64_t> released_{0};
+  std::atomic<std::uint64_t> wake_at_{0};
+};
+
+}  // namespace conveyor::detail

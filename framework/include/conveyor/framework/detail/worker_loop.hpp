@@ -1,0 +1,124 @@
+// The loops a consuming worker runs: take parcels from its InPort until the end of the stream,
+// hand their items to the stage's code (in arrival order, or through a reorder buffer in source
+// order), and time what it does.
+//
+// Busy time is measured per parcel with one clock read (detail/ticks.hpp): the span since the
+// previous read, minus what the worker spent blocked inside it (waiting to push). Each item of
+// the parcel is counted in the duration histogram at the parcel's mean.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <variant>
+
+#include "conveyor/framework/detail/in_port.hpp"
+#include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/framework/detail/reorder_buffer.hpp"
+#include "conveyor/framework/detail/ticks.hpp"
+#include "conveyor/framework/detail/window_gate.hpp"
+#include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/sync/detail/contract.hpp"
+
+namespace conveyor::detail {
+
+class BusyClock {
+ public:
+  explicit BusyClock(WorkerContext& worker) noexcept : worker_(worker) { restart(); }
+
+  // Starts a new span now (after a wait, which is accounted as blocked time).
+  void restart() noexcept {
+    mark_ = ticks();
+    blocked_mark_ = worker_.blocked_ticks();
+  }
+
+  // Ends the span: `items` items were processed in it.
+  void record(std::uint64_t items) noexcept {
+    const std::uint64_t now = ticks();
+    const std::uint64_t blocked = worker_.blocked_ticks() - blocked_mark_;
+    const std::uint64_t span = now - mark_;
+    const std::uint64_t busy = span > blocked ? span - blocked : 0;
+    WorkerCounters& counters = worker_.counters();
+    counters.busy_ticks.add(busy);
+    counters.record_items(busy, items);
+    mark_ = now;
+    blocked_mark_ = worker_.blocked_ticks();
+  }
+
+ private:
+  WorkerContext& worker_;
+  std::uint64_t mark_ = 0;
+  std::uint64_t blocked_mark_ = 0;
+};
+
+// Calls `visit(entry)` for every entry of `parcel`.
+template <class T, class Visit>
+void for_each_entry(Parcel<T>& parcel, Visit&& visit) {
+  if (auto* entry = std::get_if<Entry<T>>(&parcel)) {
+    visit(*entry);
+    return;
+  }
+  for (Entry<T>& entry : std::get<Batch<T>>(parcel))
+    visit(entry);
+}
+
+// Arrival order. `handle(entry)` processes one entry (a gap too) and returns how many items it
+// gave the stage's code (0 or 1). Returns false if the pipeline was cancelled.
+template <class T, class Handle, class BeforeSleep>
+bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
+                       BeforeSleep&& before_sleep) {
+  BusyClock clock(worker);
+  for (;;) {
+    std::optional<Parcel<T>> parcel = in.try_pop();
+    if (!parcel) {
+      clock.record(0);
+      std::optional<Parcel<T>> waited = in.pop(before_sleep);
+      clock.restart();
+      if (!waited) return !worker.cancelled();
+      parcel.emplace(std::move(*waited));
+    }
+    std::uint64_t items = 0;
+    for_each_entry(*parcel, [&](Entry<T>& entry) { items += handle(entry); });
+    clock.record(items);
+    if (worker.cancelled()) return false;
+  }
+}
+
+// Source order, restored through `reorder`; `deliver(T&&)` gives one item to the stage's code.
+// Advances the window gate as numbers are released. At the end, items without a number follow.
+template <class T, class Deliver, class BeforeSleep>
+bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& reorder,
+                      WindowGate* gate, Deliver&& deliver, BeforeSleep&& before_sleep) {
+  BusyClock clock(worker);
+  std::uint64_t items = 0;
+  auto give = [&](T&& item) {
+    ++items;
+    deliver(std::move(item));
+  };
+  for (;;) {
+    std::optional<Parcel<T>> parcel = in.try_pop();
+    if (!parcel) {
+      clock.record(0);
+      std::optional<Parcel<T>> waited = in.pop(before_sleep);
+      clock.restart();
+      if (!waited) break;
+      parcel.emplace(std::move(*waited));
+    }
+    const std::uint64_t released = reorder.released();
+    items = 0;
+    for_each_entry(*parcel, [&](Entry<T>& entry) { reorder.add(std::move(entry), give); });
+    clock.record(items);
+    if (gate != nullptr && reorder.released() != released) gate->advance(reorder.released());
+    if (worker.cancelled()) return false;
+  }
+  if (worker.cancelled()) return false;
+  CONVEYOR_CONTRACT(!reorder.holding(),
+                    "serial_in_order stage: the stream ended with sequence numbers missing");
+  items = 0;
+  for (T& item : reorder.take_unsequenced())
+    give(std::move(item));
+  clock.record(items);
+  return true;
+}
+
+}  // namespace conveyor::detail

@@ -1,0 +1,150 @@
+// How a stage runs and how items reach it: execution mode, channel, dispatch and batching.
+//
+// The options of a stage describe the stage itself (mode, workers) and the edge that feeds it
+// (channel, dispatch, batch): the stage before it fills the channel the way `dispatch` says.
+//
+//   conveyor::stage(parse, {.mode = conveyor::Mode::parallel, .workers = 4,
+//                           .channel = conveyor::Channel::queue(1024), .batch = 64})
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
+
+#include "conveyor/framework/detail/signature.hpp"
+
+namespace conveyor {
+
+enum class Mode {
+  // One worker; items arrive in the order of the source (or of the last serial_in_order stage
+  // before it), even after parallel stages.
+  serial_in_order,
+  // One worker; items in the order they arrive.
+  serial_out_of_order,
+  // `workers` workers, each with its own copy of the stage.
+  parallel,
+};
+
+// The channel between each producer worker and each consumer worker of an edge.
+class Channel {
+ public:
+  // One slot (seed 002's mailbox): the producer hands over one item and goes on only once the
+  // consumer has taken it.
+  static constexpr Channel mailbox() noexcept { return Channel(1); }
+  // A bounded queue of `capacity` parcels (items, or batches when batching is on).
+  static constexpr Channel queue(std::size_t capacity) noexcept { return Channel(capacity); }
+
+  [[nodiscard]] constexpr std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] constexpr bool is_mailbox() const noexcept { return capacity_ == 1; }
+
+ private:
+  explicit constexpr Channel(std::size_t capacity) noexcept : capacity_(capacity) {}
+  std::size_t capacity_;
+};
+
+// Which worker of a stage gets an item.
+class Dispatch {
+ public:
+  enum class Kind { round_robin, by_key, broadcast };
+
+  // The next worker whose channel has room, starting after the last one served (seed 002).
+  static Dispatch round_robin() { return Dispatch(Kind::round_robin); }
+  // Every worker gets every item (the items must be copyable).
+  static Dispatch broadcast() { return Dispatch(Kind::broadcast); }
+
+  // The worker chosen by a hash of `key(item)`, so that all items with one key meet on one worker
+  // and per-key state needs no lock. `key` is a data member pointer (&Record::status), a member
+  // function pointer, or a callable taking the item; for a generic lambda name the item type:
+  // Dispatch::by_key<Record>([](const auto& r) { return r.host; }).
+  template <class Item = void, class Key>
+  static Dispatch by_key(Key key) {
+    using item_type = std::conditional_t<std::is_void_v<Item>, detail::key_argument_t<Key>, Item>;
+    static_assert(!std::is_void_v<item_type>,
+                  "Dispatch::by_key: cannot tell which item type the key function takes; name "
+                  "it: Dispatch::by_key<Item>(key)");
+    Dispatch dispatch(Kind::by_key);
+    dispatch.item_type_ = typeid(item_type);
+    dispatch.hash_ = [key = std::move(key)](const void* item) -> std::uint64_t {
+      const auto& value = *static_cast<const item_type*>(item);
+      const auto& k = std::invoke(key, value);
+      return mix(std::hash<std::decay_t<decltype(k)>>{}(k));
+    };
+    return dispatch;
+  }
+
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  // by_key: the type the key function takes.
+  [[nodiscard]] std::type_index item_type() const noexcept { return item_type_; }
+  // by_key: the hash of an item of item_type().
+  [[nodiscard]] std::uint64_t hash(const void* item) const { return hash_(item); }
+
+ private:
+  explicit Dispatch(Kind kind) : kind_(kind) {}
+
+  // std::hash of an integer is the integer; spread it over the high bits as well.
+  static std::uint64_t mix(std::uint64_t value) noexcept {
+    value ^= value >> 30;
+    value *= 0xbf58476d1ce4e5b9ULL;
+    value ^= value >> 27;
+    value *= 0x94d049bb133111ebULL;
+    return value ^ (value >> 31);
+  }
+
+  Kind kind_;
+  std::type_index item_type_ = typeid(void);
+  std::function<std::uint64_t(const void*)> hash_;
+};
+
+struct StageOptions {
+  // Names the stage in errors, statistics and metrics; "stage-<position>" if empty.
+  std::string name{};
+  Mode mode = Mode::serial_out_of_order;
+  // Mode::parallel only: how many workers (0: one per hardware thread). Serial stages have one.
+  std::size_t workers = 0;
+  Channel channel = Channel::queue(128);
+  Dispatch dispatch = Dispatch::round_robin();
+  // Items per parcel on the edge into this stage: 1 sends every item on its own; B > 1 groups up
+  // to B items, so that one hand-over (and at most one wake-up) carries B items.
+  std::size_t batch = 1;
+};
+
+struct SourceOptions {
+  std::string name{};
+};
+
+// Where the workers run.
+class Executor {
+ public:
+  enum class Kind { threads, tbb_arena };
+
+  // A dedicated thread per worker; a blocked worker blocks its thread. The default.
+  static Executor threads() noexcept { return Executor(Kind::threads, 0); }
+  // Tasks in a oneTBB task_arena of `threads` threads; a blocked worker suspends its task and the
+  // thread runs another, so a pipeline may have more workers than the arena has threads.
+  static Executor tbb(std::size_t threads) noexcept { return Executor(Kind::tbb_arena, threads); }
+
+  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  [[nodiscard]] std::size_t thread_count() const noexcept { return threads_; }
+
+ private:
+  Executor(Kind kind, std::size_t threads) noexcept : kind_(kind), threads_(threads) {}
+  Kind kind_;
+  std::size_t threads_;
+};
+
+struct PipelineOptions {
+  // Names the pipeline in statistics and metrics.
+  std::string name = "pipeline";
+  Executor executor = Executor::threads();
+  // How often observers get a snapshot while the pipeline runs (0: only at the start and end).
+  std::chrono::milliseconds sample_interval{0};
+};
+
+}  // namespace conveyor

@@ -1,0 +1,218 @@
+// Pipeline: a source, stages and a sink, chained with `|`, run by workers that hand items to each
+// other through mailboxes and bounded queues.
+//
+//   conveyor::Pipeline p({.name = "ingest"});
+//   p.source(read_lines)                                                   // () -> optional<Line>
+//     | conveyor::stage(parse, {.mode = conveyor::Mode::parallel, .workers = 2})  // Line -> Record
+//     | conveyor::sink(write, {.mode = conveyor::Mode::serial_in_order});         // Record
+//   p.run();   // blocks until every item is delivered; rethrows the first exception
+//
+// Contract:
+// - Build (source, `|`) from one thread, before `start()`. The chain is linear: each `|` continues
+//   from the last stage, and a sink ends it. A type mismatch between neighbours does not compile.
+// - A pipeline runs once: `run()` = `start()` + `wait()`. `wait()` returns once every worker has
+//   returned, and rethrows the first exception a stage threw (the others are counted in the
+//   stages' errors). Options that do not fit (a by_key function for another type, broadcast of
+//   non-copyable items, serial_in_order after a broadcast to several workers) make `start()` throw
+//   std::invalid_argument before any worker runs.
+// - `request_stop()` ends the source's stream early: what is in flight is processed, flush hooks
+//   run, and `wait()` returns normally. `abort()` drops what is in flight: every worker returns as
+//   soon as it looks, and `wait()` returns (rethrowing nothing, unless a stage threw). Both may be
+//   called from any thread, any number of times, and from a signal handler (each sets a bit and
+//   wakes the thread in `wait()`, which carries the request out).
+// - `stats()` may be called from any thread at any time, also after the pipeline finished.
+// - The destructor aborts a pipeline that is still running and waits for its workers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/body.hpp"
+#include "conveyor/framework/detail/control.hpp"
+#include "conveyor/framework/detail/node.hpp"
+#include "conveyor/framework/observer.hpp"
+#include "conveyor/framework/options.hpp"
+#include "conveyor/framework/stage.hpp"
+#include "conveyor/framework/stats.hpp"
+
+namespace conveyor {
+
+class Pipeline;
+class Completed;
+template <class T>
+class Flow;
+template <class T, class F>
+Completed operator|(const Flow<T>& flow, SinkSpec<F> spec);
+
+namespace detail {
+struct Runtime;
+template <class>
+inline constexpr bool always_false = false;
+}  // namespace detail
+
+// The end of a chain under construction, whose items are of type T.
+template <class T>
+class Flow {
+ public:
+  using item_type = T;
+
+  [[nodiscard]] Pipeline& pipeline() const noexcept { return *pipeline_; }
+
+ private:
+  friend class Pipeline;
+  Flow(Pipeline& pipeline, std::size_t node) noexcept : pipeline_(&pipeline), node_(node) {}
+
+  Pipeline* pipeline_;
+  std::size_t node_;
+};
+
+// What `flow | sink(...)` returns: the chain is complete.
+class Completed {
+ public:
+  [[nodiscard]] Pipeline& pipeline() const noexcept { return *pipeline_; }
+
+ private:
+  friend class Pipeline;
+  template <class T, class F>
+  friend Completed operator|(const Flow<T>& flow, SinkSpec<F> spec);
+  explicit Completed(Pipeline& pipeline) noexcept : pipeline_(&pipeline) {}
+  Pipeline* pipeline_;
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(PipelineOptions options = {});
+  ~Pipeline();
+
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  Pipeline(Pipeline&&) = delete;
+  Pipeline& operator=(Pipeline&&) = delete;
+
+  // The first node. `source<Out>(f)` names the item type where it cannot be deduced.
+  template <class Out = detail::deduce_output, class F>
+  [[nodiscard]] Flow<detail::source_output_t<std::decay_t<F>, Out>> source(
+      F&& code, SourceOptions options = {}) {
+    using Code = std::decay_t<F>;
+    using Output = detail::source_output_t<Code, Out>;
+    if constexpr (!detail::source_body<Code, Output>) {
+      static_assert(detail::always_false<Code>,
+                    "conveyor: a source is f() -> std::optional<T> (called until it returns "
+                    "nullopt), a class with next() -> std::optional<T>, or f(conveyor::Emit<T>&) "
+                    "(for a generic lambda, name T: p.source<T>(f))");
+      return Flow<Output>(*this, 0);
+    } else {
+      if (!nodes_.empty()) {
+        throw std::logic_error("conveyor: a pipeline has one source");
+      }
+      append(std::make_unique<detail::SourceNode<Output, Code>>(std::forward<F>(code),
+                                                                std::move(options)));
+      return Flow<Output>(*this, 0);
+    }
+  }
+
+  // Appends a stage after `from` (the chain's last node).
+  template <class In, class Out, class F>
+  [[nodiscard]] Flow<Out> then(const Flow<In>& from, F&& code, StageOptions options) {
+    check_continues(from.node_);
+    append(std::make_unique<detail::StageNode<In, Out, std::decay_t<F>>>(std::forward<F>(code),
+                                                                         std::move(options)));
+    return Flow<Out>(*this, nodes_.size() - 1);
+  }
+
+  template <class In, class F>
+  Completed finish(const Flow<In>& from, F&& code, StageOptions options) {
+    check_continues(from.node_);
+    append(std::make_unique<detail::SinkNode<In, std::decay_t<F>>>(std::forward<F>(code),
+                                                                   std::move(options)));
+    return Completed(*this);
+  }
+
+  void run() {
+    start();
+    wait();
+  }
+  void start();
+  void wait();
+
+  void request_stop() noexcept { control_.request_stop(); }
+  void abort() noexcept { control_.request_abort(); }
+
+  [[nodiscard]] PipelineStats stats() const;
+  [[nodiscard]] PipelineState state() const noexcept;
+  [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
+
+  // Observers are told when the pipeline starts and finishes, and given snapshots every
+  // `PipelineOptions::sample_interval` in between. Add them before start().
+  void add_observer(std::shared_ptr<Observer> observer);
+
+  // A shared resource (see shared.hpp) whose statistics stats() reports. `resource` must outlive
+  // the pipeline, or at least every call to stats().
+  template <class Resource>
+  void track(const Resource& resource) {
+    std::lock_guard lock(resources_mutex_);
+    resources_.push_back([&resource] { return resource.stats(); });
+  }
+
+ private:
+  void append(std::unique_ptr<detail::NodeBase> node);
+  void check_continues(std::size_t node) const;
+  void plan();  // validates the chain and sizes the workers
+  void supervise();
+  void finish_observers();
+
+  PipelineOptions options_;
+  std::vector<std::unique_ptr<detail::NodeBase>> nodes_;
+  detail::Control control_;
+  std::unique_ptr<detail::Runtime> runtime_;
+  // steady_clock nanoseconds; 0 until set.
+  std::atomic<std::int64_t> started_ns_{0};
+  std::atomic<std::int64_t> finished_ns_{0};
+  std::atomic<PipelineState> state_{PipelineState::idle};
+  bool waited_ = false;
+  std::vector<std::shared_ptr<Observer>> observers_;
+  mutable std::mutex resources_mutex_;
+  std::vector<std::function<ResourceStats()>> resources_;
+};
+
+template <class T, class F, class Out>
+auto operator|(const Flow<T>& flow, StageSpec<F, Out> spec) {
+  using Output = detail::stage_output_t<F, T, Out>;
+  if constexpr (!detail::stage_body<F, T, Output>) {
+    static_assert(detail::always_false<F>,
+                  "conveyor: this stage cannot take the items the stage before it emits. For "
+                  "items of type T a stage is f(T) -> U, f(T) -> std::optional<U>, "
+                  "f(T, conveyor::Emit<U>&), or a class with process(T) -> U or "
+                  "process(T, conveyor::Emit<U>&); see the instantiation of operator| below "
+                  "for T and f (for a generic lambda that takes auto& emit, name U: stage<U>(f))");
+    return flow;
+  } else {
+    return flow.pipeline().template then<T, Output>(flow, std::move(spec.code),
+                                                    std::move(spec.options));
+  }
+}
+
+template <class T, class F>
+Completed operator|(const Flow<T>& flow, SinkSpec<F> spec) {
+  if constexpr (!detail::sink_body<F, T>) {
+    static_assert(detail::always_false<F>,
+                  "conveyor: this sink cannot take the items the stage before it emits. For "
+                  "items of type T a sink is f(T) or a class with process(T); see the "
+                  "instantiation of operator| below for T and f");
+    return Completed(flow.pipeline());
+  } else {
+    return flow.pipeline().template finish<T>(flow, std::move(spec.code), std::move(spec.options));
+  }
+}
+
+}  // namespace conveyor

@@ -1,0 +1,380 @@
+// Pipeline: planning (workers, ordering runs, windows), wiring, launching on an executor, and the
+// supervisor that carries out stop and abort requests.
+#include "conveyor/framework/pipeline.hpp"
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <latch>
+#include <thread>
+
+#include "conveyor/framework/detail/ticks.hpp"
+
+namespace conveyor {
+
+namespace detail {
+
+namespace {
+
+constexpr std::uint64_t max_window = std::uint64_t{1} << 16;
+
+std::int64_t now_nanoseconds() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Runs the workers' jobs: a thread each, or tasks in a oneTBB arena.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch(std::vector<std::function<void()>> jobs) = 0;
+  // Returns once every job has returned.
+  virtual void join() = 0;
+};
+
+class ThreadLauncher final : public Launcher {
+ public:
+  void launch(std::vector<std::function<void()>> jobs) override {
+    threads_.reserve(jobs.size());
+    for (auto& job : jobs)
+      threads_.emplace_back(std::move(job));
+  }
+  void join() override {
+    for (auto& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  ~ThreadLauncher() override { join(); }
+
+ private:
+  std::vector<std::thread> threads_;
+};
+
+class ArenaLauncher final : public Launcher {
+ public:
+  // oneTBB lets a process use one worker thread fewer than it has cores unless told otherwise; the
+  // global_control lets the arena have the threads it asks for while the pipeline runs.
+  explicit ArenaLauncher(std::size_t threads)
+      : parallelism_(tbb::global_control::max_allowed_parallelism,
+                     std::max<std::size_t>(1, threads) + 1),
+        arena_(static_cast<int>(std::max<std::size_t>(1, threads)), 0) {}
+
+  void launch(std::vector<std::function<void()>> jobs) override {
+    done_ = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(jobs.size()));
+    for (auto& job : jobs) {
+      // Enqueued, so that the workers (not this thread) run them, as tasks that may suspend. The
+      // latch is shared with the tasks, so that it outlives the last one's count_down.
+      arena_.enqueue([job = std::move(job), done = done_] {
+        job();
+        done->count_down();
+      });
+    }
+  }
+  void join() override {
+    if (done_) done_->wait();
+  }
+  ~ArenaLauncher() override { join(); }
+
+ private:
+  tbb::global_control parallelism_;
+  tbb::task_arena arena_;
+  std::shared_ptr<std::latch> done_;
+};
+
+}  // namespace
+
+struct Runtime {
+  std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
+  std::vector<std::unique_ptr<EdgeBase>> edges;                   // edges[i]: node i -> i+1
+  std::vector<std::unique_ptr<WindowGate>> gates;
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::unique_ptr<Launcher> launcher;
+
+  [[nodiscard]] std::vector<Doorbell*> bells_of(std::size_t node) const {
+    std::vector<Doorbell*> bells;
+    for (const auto& bell : doorbells[node])
+      bells.push_back(bell.get());
+    return bells;
+  }
+};
+
+}  // namespace detail
+
+Pipeline::Pipeline(PipelineOptions options) : options_(std::move(options)) {}
+
+Pipeline::~Pipeline() {
+  const PipelineState current = state();
+  if ((current == PipelineState::running || current == PipelineState::stopping) && !waited_) {
+    abort();
+    try {
+      wait();
+    } catch (...) {
+      // The destructor cannot report it; the stage's error count has it.
+    }
+  }
+}
+
+void Pipeline::append(std::unique_ptr<detail::NodeBase> node) {
+  if (state() != PipelineState::idle) {
+    throw std::logic_error("conveyor: a pipeline cannot be changed once it has started");
+  }
+  nodes_.push_back(std::move(node));
+}
+
+void Pipeline::check_continues(std::size_t node) const {
+  if (node + 1 != nodes_.size() || nodes_.back()->role() == detail::Role::sink) {
+    throw std::logic_error(
+        "conveyor: a pipeline is one chain: continue it from its last stage, before its sink");
+  }
+}
+
+void Pipeline::add_observer(std::shared_ptr<Observer> observer) {
+  if (state() != PipelineState::idle) {
+    throw std::logic_error("conveyor: add observers before the pipeline starts");
+  }
+  observers_.push_back(std::move(observer));
+}
+
+PipelineState Pipeline::state() const noexcept {
+  return state_.load(std::memory_order_acquire);
+}
+
+void Pipeline::plan() {
+  using detail::Role;
+  if (nodes_.size() < 2 || nodes_.front()->role() != Role::source ||
+      nodes_.back()->role() != Role::sink) {
+    throw std::logic_error("conveyor: a pipeline needs a source, then stages, then a sink");
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    detail::NodeBase& node = *nodes_[i];
+    if (node.name().empty()) {
+      node.set_name(node.role() == Role::source ? "source"
+                    : node.role() == Role::sink ? "sink"
+                                                : "stage-" + std::to_string(i));
+    }
+    std::size_t workers = 1;
+    if (node.mode() == Mode::parallel) {
+      workers = node.options().workers;
+      if (workers == 0) workers = std::max(1U, std::thread::hardware_concurrency());
+      if (workers > 1 && !node.copyable()) {
+        throw std::invalid_argument("stage '" + node.name() +
+                                    "': several workers need copyable stage code (each worker "
+                                    "gets a copy); share state through a pointer or Shared<T>");
+      }
+    }
+    node.prepare(workers);
+  }
+  for (const auto& node : nodes_)
+    node->check_options();
+}
+
+void Pipeline::start() {
+  if (state() != PipelineState::idle) {
+    throw std::logic_error("conveyor: a pipeline runs once");
+  }
+  plan();
+
+  const std::size_t count = nodes_.size();
+  auto runtime = std::make_unique<detail::Runtime>();
+  const bool cooperative = options_.executor.kind() == Executor::Kind::tbb_arena;
+
+  std::size_t total_workers = 0;
+  runtime->doorbells.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
+      runtime->doorbells[i].push_back(std::make_unique<detail::Doorbell>(cooperative));
+    }
+    total_workers += nodes_[i]->workers();
+  }
+
+  // Which edges an in-order stage reads (ordered_in[i]: the edge into node i).
+  std::vector<bool> ordered_in(count, false);
+  for (std::size_t i = count - 1; i >= 1; --i) {
+    const detail::NodeBase& node = *nodes_[i];
+    ordered_in[i] = node.mode() == Mode::serial_in_order ||
+                    (!node.sequencer() && i + 1 < count && ordered_in[i + 1]);
+    if (ordered_in[i] && node.mode() != Mode::serial_in_order &&
+        node.options().dispatch.kind() == Dispatch::Kind::broadcast && node.workers() > 1) {
+      throw std::invalid_argument("stage '" + node.name() +
+                                  "': a serial_in_order stage after it cannot restore the order "
+                                  "of items broadcast to several workers");
+    }
+  }
+
+  std::vector<detail::Wiring> wirings(count);
+  for (std::size_t i = 0; i + 1 < count; ++i) {
+    const StageOptions& next = nodes_[i + 1]->options();
+    runtime->edges.push_back(
+        nodes_[i]->make_output_edge(nodes_[i + 1]->workers(), next.channel.capacity()));
+    wirings[i].output_dispatch = &next.dispatch;
+    wirings[i].output_batch = next.batch;
+    wirings[i].output_tagging = !ordered_in[i + 1]       ? detail::Tagging::none
+                                : nodes_[i]->sequencer() ? detail::Tagging::sequencer
+                                                         : detail::Tagging::forward;
+  }
+
+  // A window gate between every in-order stage and the sequencer whose numbers it reads, sized to
+  // what the channels between them hold plus one per worker.
+  for (std::size_t k = 1; k < count; ++k) {
+    if (nodes_[k]->mode() != Mode::serial_in_order) continue;
+    std::size_t j = k - 1;
+    while (!nodes_[j]->sequencer())
+      --j;
+    std::uint64_t window = 1;
+    for (std::size_t m = j + 1; m <= k; ++m) {
+      const StageOptions& options = nodes_[m]->options();
+      window += nodes_[m - 1]->workers() * nodes_[m]->workers() * options.channel.capacity() *
+                options.batch;
+      if (m < k) window += nodes_[m]->workers();
+    }
+    window = std::clamp<std::uint64_t>(window, 2, detail::max_window);
+    runtime->gates.push_back(
+        std::make_unique<detail::WindowGate>(window, *runtime->doorbells[j].front()));
+    wirings[j].output_gate = runtime->gates.back().get();
+    wirings[k].reorder_window = window;
+    wirings[k].input_gate = runtime->gates.back().get();
+  }
+
+  std::vector<detail::Doorbell*> all_bells;
+  for (std::size_t i = 0; i < count; ++i) {
+    detail::Wiring& wiring = wirings[i];
+    wiring.control = &control_;
+    wiring.own = runtime->bells_of(i);
+    if (i > 0) {
+      wiring.upstream = runtime->bells_of(i - 1);
+      wiring.input = runtime->edges[i - 1].get();
+    }
+    if (i + 1 < count) {
+      wiring.downstream = runtime->bells_of(i + 1);
+      wiring.output = runtime->edges[i].get();
+    }
+    all_bells.insert(all_bells.end(), wiring.own.begin(), wiring.own.end());
+    runtime->instances.push_back(nodes_[i]->instantiate(wiring));
+  }
+  control_.set_doorbells(std::move(all_bells));
+  control_.expect_workers(static_cast<std::int32_t>(total_workers));
+
+  std::vector<std::function<void()>> jobs;
+  for (std::size_t i = 0; i < count; ++i) {
+    detail::Instance* instance = runtime->instances[i].get();
+    for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
+      jobs.emplace_back([instance, w, control = &control_] {
+        instance->run_worker(w);
+        control->worker_finished();
+      });
+    }
+  }
+  if (cooperative) {
+    runtime->launcher = std::make_unique<detail::ArenaLauncher>(options_.executor.thread_count());
+  } else {
+    runtime->launcher = std::make_unique<detail::ThreadLauncher>();
+  }
+
+  runtime_ = std::move(runtime);
+  started_ns_.store(detail::now_nanoseconds(), std::memory_order_relaxed);
+  // Release: the runtime, for stats() on other threads, which load the state with acquire.
+  state_.store(PipelineState::running, std::memory_order_release);
+  runtime_->launcher->launch(std::move(jobs));
+  for (const auto& observer : observers_) {
+    try {
+      observer->on_start(*this);
+    } catch (...) {
+      // An observer cannot fail the pipeline.
+    }
+  }
+}
+
+void Pipeline::supervise() {
+  bool cancelled = false;
+  auto next_sample = std::chrono::steady_clock::now() + options_.sample_interval;
+  for (;;) {
+    const std::int32_t requests = control_.requests();
+    if ((requests & detail::Control::finished_bit) != 0) return;
+    if ((requests & (detail::Control::stop_bit | detail::Control::abort_bit)) != 0) {
+      PipelineState expected = PipelineState::running;
+      state_.compare_exchange_strong(expected, PipelineState::stopping, std::memory_order_acq_rel);
+    }
+    if ((requests & detail::Control::abort_bit) != 0 && !cancelled) {
+      cancelled = true;
+      control_.cancel();
+    }
+    if (options_.sample_interval.count() > 0) {
+      if (std::chrono::steady_clock::now() >= next_sample) {
+        const PipelineStats snapshot = stats();
+        for (const auto& observer : observers_) {
+          try {
+            observer->on_sample(snapshot);
+          } catch (...) {
+            // An observer cannot fail the pipeline.
+          }
+        }
+        next_sample += options_.sample_interval;
+      }
+      control_.wait_for_change_until(requests, next_sample);
+    } else {
+      control_.wait_for_change(requests);
+    }
+  }
+}
+
+void Pipeline::wait() {
+  if (state() == PipelineState::idle) {
+    throw std::logic_error("conveyor: wait() on a pipeline that has not started");
+  }
+  if (waited_) {
+    if (auto error = control_.first_error()) std::rethrow_exception(error);
+    return;
+  }
+  supervise();
+  runtime_->launcher->join();
+  waited_ = true;
+  finished_ns_.store(detail::now_nanoseconds(), std::memory_order_relaxed);
+  const std::exception_ptr error = control_.first_error();
+  state_.store(error ? PipelineState::failed : PipelineState::finished, std::memory_order_release);
+  const PipelineStats final_stats = stats();
+  for (const auto& observer : observers_) {
+    try {
+      observer->on_finish(final_stats, error);
+    } catch (...) {
+      // An observer cannot fail the pipeline.
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+PipelineStats Pipeline::stats() const {
+  PipelineStats result;
+  result.name = options_.name;
+  result.state = state();
+  const bool started = result.state != PipelineState::idle;
+  if (started) {
+    const std::int64_t start = started_ns_.load(std::memory_order_relaxed);
+    std::int64_t end = finished_ns_.load(std::memory_order_relaxed);
+    if (end == 0) end = detail::now_nanoseconds();
+    result.elapsed_seconds = static_cast<double>(end - start) * 1e-9;
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const detail::NodeBase& node = *nodes_[i];
+    StageStats stage;
+    stage.name = node.name();
+    stage.mode = node.mode();
+    if (started) {
+      stage.workers = node.workers();
+      for (std::size_t w = 0; w < node.workers(); ++w)
+        detail::add_to(stage, node.counters(w));
+      if (i > 0) {
+        stage.channel_depth = runtime_->edges[i - 1]->depth();
+        stage.channel_capacity = runtime_->edges[i - 1]->capacity();
+      }
+    }
+    result.stages.push_back(std::move(stage));
+  }
+  std::lock_guard lock(resources_mutex_);
+  for (const auto& resource : resources_)
+    result.resources.push_back(resource());
+  return result;
+}
+
+}  // namespace conveyor

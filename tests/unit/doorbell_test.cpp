@@ -1,0 +1,120 @@
+// Unit tests for the framework's Doorbell: a worker sleeps until a ring for the reason it waits
+// for, tokens never pile up, and a oneTBB task suspends instead of blocking its thread.
+#include "conveyor/framework/detail/doorbell.hpp"
+
+#include <gtest/gtest.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+
+#include <atomic>
+#include <thread>
+
+#include "settle_time.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::detail::Doorbell;
+using conveyor::detail::WaitReason;
+using conveyor::testing::settle_time;
+using conveyor::testing::Watchdog;
+
+TEST(DoorbellTest, ARingWithoutAnAnnouncementDoesNothing) {
+  Doorbell bell;
+  EXPECT_FALSE(bell.waits_for(WaitReason::items));
+  bell.ring(WaitReason::items);
+  bell.ring_any();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+}
+
+TEST(DoorbellTest, ARingForAnotherReasonLeavesTheAnnouncement) {
+  Doorbell bell;
+  bell.prepare(WaitReason::items);
+  bell.ring(WaitReason::space);
+  EXPECT_EQ(bell.waiting(), WaitReason::items);
+  bell.cancel();  // takes no token: nobody gave one
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+}
+
+TEST(DoorbellTest, CancelAfterARingTakesItsToken) {
+  Watchdog watchdog;
+  Doorbell bell;
+  bell.prepare(WaitReason::items);
+  bell.ring(WaitReason::items);
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+  bell.cancel();  // the ring's token is taken here, so the next park really sleeps
+  std::atomic<bool> woken{false};
+  std::thread owner([&] {
+    bell.prepare(WaitReason::space);
+    bell.park();
+    woken.store(true, std::memory_order_release);
+  });
+  std::this_thread::sleep_for(settle_time());
+  EXPECT_FALSE(woken.load(std::memory_order_acquire));
+  bell.ring(WaitReason::space);
+  owner.join();
+  EXPECT_TRUE(woken.load(std::memory_order_acquire));
+}
+
+TEST(DoorbellTest, ParkReturnsAfterAMatchingRing) {
+  Watchdog watchdog;
+  Doorbell bell;
+  std::atomic<bool> ready{false};
+  std::thread owner([&] {
+    for (;;) {
+      bell.prepare(WaitReason::window);
+      if (ready.load(std::memory_order_acquire)) {
+        bell.cancel();
+        return;
+      }
+      bell.park();
+    }
+  });
+  std::this_thread::sleep_for(settle_time());
+  ready.store(true, std::memory_order_release);
+  bell.ring(WaitReason::window);
+  owner.join();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+}
+
+TEST(DoorbellTest, RingAnyEndsEveryWait) {
+  Watchdog watchdog;
+  for (WaitReason reason : {WaitReason::items, WaitReason::space, WaitReason::window}) {
+    Doorbell bell;
+    std::thread owner([&] {
+      bell.prepare(reason);
+      bell.park();
+    });
+    std::this_thread::sleep_for(settle_time());
+    bell.ring_any();
+    owner.join();
+  }
+}
+
+TEST(DoorbellTest, ACooperativeOwnerSuspendsAndFreesItsThread) {
+  Watchdog watchdog;
+  Doorbell bell(/*cooperative=*/true);
+  tbb::task_arena arena(1, 0);  // one thread for both tasks: blocking it would deadlock
+  tbb::task_group group;
+  std::atomic<bool> ready{false};
+  arena.execute([&] {
+    group.run([&] {
+      for (;;) {
+        bell.prepare(WaitReason::items);
+        if (ready.load(std::memory_order_acquire)) {
+          bell.cancel();
+          return;
+        }
+        bell.park();
+      }
+    });
+    group.run([&] {
+      ready.store(true, std::memory_order_release);
+      bell.ring(WaitReason::items);
+    });
+  });
+  arena.execute([&] { group.wait(); });
+  EXPECT_TRUE(ready.load());
+}
+
+}  // namespace

@@ -1,0 +1,309 @@
+// Failure and shutdown: a throw from any position cancels the pipeline and is rethrown, every
+// blocked worker wakes (whatever it waits for), nothing leaks, request_stop() drains and abort()
+// drops, also when asked from a signal handler.
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "conveyor/framework/emit.hpp"
+#include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/stage.hpp"
+#include "pipeline_support.hpp"
+#include "settle_time.hpp"
+#include "tracked.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::Channel;
+using conveyor::Emit;
+using conveyor::Executor;
+using conveyor::Mode;
+using conveyor::Pipeline;
+using conveyor::PipelineState;
+using conveyor::sink;
+using conveyor::stage;
+using conveyor::testing::settle_time;
+using conveyor::testing::Tracked;
+using conveyor::testing::Watchdog;
+using namespace std::chrono_literals;
+
+enum class Position { source, stage, sink, stage_flush, sink_flush };
+
+std::string position_name(Position position) {
+  switch (position) {
+    case Position::source:
+      return "source";
+    case Position::stage:
+      return "stage";
+    case Position::sink:
+      return "sink";
+    case Position::stage_flush:
+      return "stage_flush";
+    case Position::sink_flush:
+      return "sink_flush";
+  }
+  return "?";
+}
+
+struct ThrowingStage {
+  bool throw_in_process;
+  bool throw_in_flush;
+  Tracked process(Tracked item) {
+    if (throw_in_process && item.value() == 500) throw std::runtime_error("stage failed");
+    return item;
+  }
+  void flush(Emit<Tracked>&) {
+    if (throw_in_flush) throw std::runtime_error("stage_flush failed");
+  }
+};
+
+struct ThrowingSink {
+  bool throw_in_process;
+  bool throw_in_flush;
+  void process(Tracked item) {
+    if (throw_in_process && item.value() == 500) throw std::runtime_error("sink failed");
+  }
+  void flush() {
+    if (throw_in_flush) throw std::runtime_error("sink_flush failed");
+  }
+};
+
+class FailureTest : public conveyor::testing::TrackedLeakCheck,
+                    public ::testing::WithParamInterface<std::tuple<Position, bool>> {};
+
+TEST_P(FailureTest, AThrowCancelsThePipelineAndIsRethrown) {
+  Watchdog watchdog;
+  const auto [position, tbb] = GetParam();
+  {
+    Pipeline p({.executor = tbb ? Executor::tbb(2) : Executor::threads()});
+    std::int64_t next = 0;
+    p.source([&]() -> std::optional<Tracked> {
+      if (position == Position::source && next == 500) throw std::runtime_error("source failed");
+      if (next == 100'000) return std::nullopt;
+      return Tracked(next++);
+    }) |
+        stage(ThrowingStage{position == Position::stage, position == Position::stage_flush},
+              {.mode = Mode::parallel, .workers = 2, .channel = Channel::queue(4)}) |
+        sink(ThrowingSink{position == Position::sink, position == Position::sink_flush},
+             {.mode = Mode::serial_in_order, .channel = Channel::queue(2)});
+    try {
+      p.run();
+      FAIL() << "run() returned normally";
+    } catch (const std::runtime_error& error) {
+      EXPECT_EQ(std::string(error.what()), position_name(position) + " failed");
+    }
+    EXPECT_EQ(p.state(), PipelineState::failed);
+    const auto stats = p.stats();
+    const std::size_t failed_stage =
+        position == Position::source                                     ? 0
+        : position == Position::sink || position == Position::sink_flush ? 2
+                                                                         : 1;
+    std::uint64_t errors = 0;
+    for (const auto& stage : stats.stages)
+      errors += stage.errors;
+    // Each of the stage's two workers may throw from its flush before it sees the cancellation.
+    const std::uint64_t most = position == Position::stage_flush ? 2 : 1;
+    EXPECT_GE(stats.stages[failed_stage].errors, 1U);
+    EXPECT_LE(stats.stages[failed_stage].errors, most);
+    EXPECT_EQ(errors, stats.stages[failed_stage].errors);
+  }
+  // TrackedLeakCheck: every item was destroyed, in the lanes or in the workers' hands.
+}
+
+INSTANTIATE_TEST_SUITE_P(Positions, FailureTest,
+                         ::testing::Combine(::testing::Values(Position::source, Position::stage,
+                                                              Position::sink, Position::stage_flush,
+                                                              Position::sink_flush),
+                                            ::testing::Bool()),
+                         [](const auto& param_info) {
+                           return position_name(std::get<0>(param_info.param)) +
+                                  (std::get<1>(param_info.param) ? "_tbb" : "_threads");
+                         });
+
+using ShutdownTest = conveyor::testing::TrackedLeakCheck;
+
+// An endless source that only stops when asked.
+auto endless(std::atomic<std::int64_t>& emitted) {
+  return [&emitted](Emit<Tracked>& emit) {
+    while (!emit.stop_requested()) {
+      if (!emit(Tracked(emitted.load(std::memory_order_relaxed)))) return;
+      emitted.fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+}
+
+TEST_F(ShutdownTest, AbortWakesWorkersBlockedOnPush) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  std::atomic<std::int64_t> consumed{0};
+  Pipeline p;
+  p.source(endless(emitted)) |
+      stage([](Tracked t) { return t; },
+            {.mode = Mode::parallel, .workers = 2, .channel = Channel::queue(2)}) |
+      sink(
+          [&](Tracked) {
+            consumed.fetch_add(1, std::memory_order_relaxed);
+            std::this_thread::sleep_for(1ms);
+          },
+          {.channel = Channel::mailbox()});
+  p.start();
+  std::this_thread::sleep_for(settle_time());
+  p.abort();
+  p.wait();
+  EXPECT_EQ(p.state(), PipelineState::finished);
+  EXPECT_LT(consumed.load(), emitted.load() + 1);
+}
+
+TEST_F(ShutdownTest, AbortWakesWorkersBlockedOnPop) {
+  Watchdog watchdog;
+  Pipeline p;
+  p.source([](Emit<Tracked>& emit) {
+    emit(Tracked(1));
+    while (!emit.stop_requested())
+      std::this_thread::sleep_for(1ms);
+  }) | stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 3}) |
+      sink([](Tracked) {}, {.mode = Mode::serial_in_order});
+  p.start();
+  std::this_thread::sleep_for(settle_time());
+  p.abort();
+  p.wait();
+}
+
+TEST_F(ShutdownTest, AbortWakesASourceWaitingForTheOrderingWindow) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  Pipeline p;
+  p.source(endless(emitted)) |
+      stage(
+          [](Tracked t) {
+            // Item 0 takes long, so the in-order sink waits for it and
+            // the source fills the window.
+            if (t.value() == 0) std::this_thread::sleep_for(200ms);
+            return t;
+          },
+          {.mode = Mode::parallel, .workers = 2}) |
+      sink([](Tracked) {}, {.mode = Mode::serial_in_order});
+  p.start();
+  std::this_thread::sleep_for(settle_time());
+  p.abort();
+  p.wait();
+}
+
+TEST_F(ShutdownTest, AThrowWakesWorkersBlockedElsewhere) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  Pipeline p;
+  p.source(endless(emitted)) |
+      stage([](Tracked t) { return t; },
+            {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()}) |
+      sink(
+          [](Tracked) {
+            std::this_thread::sleep_for(50ms);
+            throw std::runtime_error("slow sink gave up");
+          },
+          {.channel = Channel::mailbox()});
+  EXPECT_THROW(p.run(), std::runtime_error);
+}
+
+TEST_F(ShutdownTest, RequestStopDrainsWhatIsInFlight) {
+  Watchdog watchdog;
+  for (bool tbb : {false, true}) {
+    std::atomic<std::int64_t> emitted{0};
+    std::atomic<std::int64_t> consumed{0};
+    std::atomic<bool> flushed{false};
+    struct Flushing {
+      std::atomic<bool>* flushed;
+      Tracked process(Tracked t) { return t; }
+      void flush(Emit<Tracked>&) { flushed->store(true); }
+    };
+    Pipeline p({.executor = tbb ? Executor::tbb(2) : Executor::threads()});
+    p.source(endless(emitted)) |
+        stage(Flushing{&flushed}, {.mode = Mode::parallel, .workers = 2, .batch = 8}) |
+        sink([&](Tracked) { consumed.fetch_add(1, std::memory_order_relaxed); },
+             {.mode = Mode::serial_in_order});
+    p.start();
+    std::this_thread::sleep_for(settle_time());
+    p.request_stop();
+    p.wait();
+    EXPECT_EQ(p.state(), PipelineState::finished);
+    EXPECT_GT(emitted.load(), 0);
+    EXPECT_EQ(consumed.load(), emitted.load()) << "request_stop must not drop items";
+    EXPECT_TRUE(flushed.load());
+  }
+}
+
+Pipeline* signalled_pipeline = nullptr;
+std::atomic<int> signal_action{0};  // 0: stop, 1: abort
+
+void on_signal(int) {
+  if (signal_action.load(std::memory_order_relaxed) == 0) {
+    signalled_pipeline->request_stop();
+  } else {
+    signalled_pipeline->abort();
+  }
+}
+
+TEST_F(ShutdownTest, StopAndAbortWorkFromASignalHandler) {
+  Watchdog watchdog;
+  for (int action : {0, 1}) {
+    std::atomic<std::int64_t> emitted{0};
+    std::atomic<std::int64_t> consumed{0};
+    Pipeline p;
+    p.source(endless(emitted)) |
+        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
+        sink([&](Tracked) { consumed.fetch_add(1, std::memory_order_relaxed); });
+    signalled_pipeline = &p;
+    signal_action.store(action);
+    struct sigaction handler {};
+    handler.sa_handler = on_signal;
+    sigemptyset(&handler.sa_mask);
+    struct sigaction previous {};
+    ASSERT_EQ(sigaction(SIGUSR1, &handler, &previous), 0);
+    p.start();
+    const pthread_t waiter = pthread_self();
+    std::thread signaller([waiter] {
+      std::this_thread::sleep_for(settle_time());
+      pthread_kill(waiter, SIGUSR1);
+    });
+    p.wait();  // the signal lands on this thread, inside wait()
+    signaller.join();
+    sigaction(SIGUSR1, &previous, nullptr);
+    if (action == 0) {
+      EXPECT_EQ(consumed.load(), emitted.load());
+    }
+  }
+}
+
+TEST_F(ShutdownTest, TheDestructorAbortsARunningPipeline) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  {
+    Pipeline p;
+    p.source(endless(emitted)) |
+        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
+        sink([](Tracked) { std::this_thread::sleep_for(100us); });
+    p.start();
+    std::this_thread::sleep_for(settle_time());
+  }
+  EXPECT_GT(emitted.load(), 0);
+}
+
+TEST_F(ShutdownTest, AbortBeforeTheFirstItemStillEnds) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  Pipeline p;
+  p.source(endless(emitted)) | sink([](Tracked) {});
+  p.abort();
+  p.start();
+  p.wait();
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+// Unit tests for the sequence tags and the ReorderBuffer behind serial_in_order stages.
+#include "conveyor/framework/detail/reorder_buffer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "conveyor/framework/detail/parcel.hpp"
+
+namespace {
+
+using conveyor::detail::Entry;
+using conveyor::detail::ReorderBuffer;
+using conveyor::detail::Tag;
+
+struct Collect {
+  std::vector<int>* out;
+  void operator()(int&& value) const { out->push_back(value); }
+};
+
+TEST(TagTest, PartsCoverTheWholeWithoutOverlap) {
+  const Tag tag = Tag::fresh(7);
+  for (std::uint64_t count : {1U, 2U, 3U, 7U, 1000U}) {
+    std::uint64_t covered = 0;
+    std::uint64_t next_offset = tag.offset;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const Tag part = tag.part(i, count);
+      EXPECT_EQ(part.seq, 7U);
+      EXPECT_EQ(part.offset, next_offset);
+      next_offset += part.width;
+      covered += part.width;
+    }
+    EXPECT_EQ(covered, Tag::whole);
+  }
+}
+
+TEST(TagTest, PartsOfPartsStillCoverTheirParent) {
+  const Tag parent = Tag::fresh(1).part(1, 3);
+  std::uint64_t covered = 0;
+  for (std::uint64_t i = 0; i < 5; ++i)
+    covered += parent.part(i, 5).width;
+  EXPECT_EQ(covered, parent.width);
+}
+
+TEST(TagTest, SplittingBeyondOneUnitThrows) {
+  Tag narrow{0, 0, 2};
+  EXPECT_THROW((void)narrow.part(0, 3), std::length_error);
+}
+
+TEST(ReorderBufferTest, InOrderEntriesPassStraightThrough) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  for (int i = 0; i < 10; ++i)
+    buffer.add(Entry<int>{Tag::fresh(i), i}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(buffer.released(), 10U);
+  EXPECT_FALSE(buffer.holding());
+}
+
+TEST(ReorderBufferTest, EarlyEntriesWaitForTheirTurn) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  buffer.add(Entry<int>{Tag::fresh(2), 20}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(1), 10}, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(buffer.holding());
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20}));
+  EXPECT_EQ(buffer.released(), 3U);
+  EXPECT_FALSE(buffer.holding());
+}
+
+TEST(ReorderBufferTest, GapsReleaseTheirNumberWithoutAValue) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  buffer.add(Entry<int>{Tag::fresh(1), 10}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(0), std::nullopt}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{10}));
+  EXPECT_EQ(buffer.released(), 2U);
+}
+
+TEST(ReorderBufferTest, PartsComeOutByOffsetOnceWhole) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  const Tag zero = Tag::fresh(0);
+  buffer.add(Entry<int>{zero.part(2, 3), 2}, Collect{&out});
+  buffer.add(Entry<int>{zero.part(0, 3), 0}, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  // The middle part was split again, one of its halves dropped (a gap).
+  const Tag middle = zero.part(1, 3);
+  buffer.add(Entry<int>{middle.part(1, 2), std::nullopt}, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  buffer.add(Entry<int>{middle.part(0, 2), 1}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(buffer.released(), 1U);
+}
+
+TEST(ReorderBufferTest, SlotsAreReusedLapAfterLap) {
+  ReorderBuffer<int> buffer(3);
+  std::vector<int> out;
+  for (int base = 0; base < 30; base += 3) {
+    buffer.add(Entry<int>{Tag::fresh(base + 2), base + 2}, Collect{&out});
+    buffer.add(Entry<int>{Tag::fresh(base + 1), base + 1}, Collect{&out});
+    buffer.add(Entry<int>{Tag::fresh(base), base}, Collect{&out});
+  }
+  ASSERT_EQ(out.size(), 30U);
+  for (int i = 0; i < 30; ++i)
+    EXPECT_EQ(out[i], i);
+}
+
+TEST(ReorderBufferTest, UnsequencedEntriesAreKeptForTheEnd) {
+  ReorderBuffer<int> buffer(2);
+  std::vector<int> out;
+  buffer.add(Entry<int>{Tag::unsequenced(), 99}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0}));
+  EXPECT_EQ(buffer.take_unsequenced(), (std::vector<int>{99}));
+  EXPECT_TRUE(buffer.take_unsequenced().empty());
+}
+
+TEST(ReorderBufferDeathTest, ANumberOutsideTheWindowIsAContractViolation) {
+  ReorderBuffer<int> buffer(2);
+  std::vector<int> out;
+  EXPECT_DEATH(buffer.add(Entry<int>{Tag::fresh(2), 2}, Collect{&out}), "outside the window");
+}
+
+}  // namespace
