@@ -34,6 +34,8 @@ enum class Figure {
 struct Comparison {
   std::string what;  // the scenario, as a reader would say it
   std::string ours;  // benchmark names, as registered
+  // A name ending in '*' stands for the best of the benchmarks whose names start with what comes
+  // before it (a peer measured with several settings is compared at its best).
   std::string peer;
   Figure figure;
   std::optional<double> target;  // bound on ours/peer; none for a comparison kept for information
@@ -108,9 +110,34 @@ class RatioReporter : public benchmark::ConsoleReporter {
     return found->second.items_per_second;
   }
 
-  std::vector<Row> evaluate() const {
+  // The benchmark a comparison's peer names: itself, or the best of a '*' family (an erroneous
+  // one wins, so that it cannot hide).
+  std::string resolve(const std::string& peer, Figure figure) const {
+    if (peer.empty() || peer.back() != '*') return peer;
+    const std::string prefix = peer.substr(0, peer.size() - 1);
+    std::string best;
+    std::optional<double> best_value;
+    for (const std::string& name : errors_) {
+      if (name.starts_with(prefix)) return name;
+    }
+    for (const auto& [name, measure] : measures_) {
+      if (!name.starts_with(prefix)) continue;
+      const auto value = figure_of(name, figure);
+      if (!value) continue;
+      const bool better = !best_value || (figure == Figure::time ? *value < *best_value
+                                                                  : *value > *best_value);
+      if (better) {
+        best = name;
+        best_value = value;
+      }
+    }
+    return best;
+  }
+
+  std::vector<Row> evaluate() {
     std::vector<Row> rows;
-    for (const Comparison& comparison : comparisons_) {
+    for (Comparison& comparison : comparisons_) {
+      comparison.peer = resolve(comparison.peer, comparison.figure);
       Row row;
       row.comparison = &comparison;
       if (!ran(comparison.ours) || !ran(comparison.peer)) continue;  // filtered out

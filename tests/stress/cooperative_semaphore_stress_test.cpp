@@ -17,6 +17,7 @@
 
 #include "conveyor/sync/cooperative_semaphore.hpp"
 #include "stress.hpp"
+#include "task_suspension.hpp"
 #include "tracked.hpp"
 #include "watchdog.hpp"
 
@@ -35,17 +36,7 @@ constexpr std::uint64_t mix(std::uint64_t value) {
 // threads (they block).
 enum class Waiters { tasks, threads };
 
-// ThreadSanitizer cannot follow oneTBB's resumable tasks: Debian's libtbb is not instrumented and
-// switches stacks with ucontext without telling TSan (no __tsan_switch_to_fiber), so after a
-// suspension TSan's per-thread shadow stack is wrong and it cannot see libtbb's reuse of task
-// memory. Observed: data-race reports on task objects recycled by libtbb's small-object pool and
-// SEGVs inside TSan's stack hashing. So under TSan the task variants are skipped; the thread
-// variants run the same queue, grant and timeout logic through the blocking fallback.
-#if defined(__SANITIZE_THREAD__) || defined(CONVEYOR_TSAN)
-constexpr bool suspension_is_checkable = false;
-#else
-constexpr bool suspension_is_checkable = true;
-#endif
+constexpr bool suspension_is_checkable = conveyor::testing::task_suspension_checkable;
 
 #define SKIP_SUSPENDING_TASKS_UNDER_TSAN(kind)                                              \
   if (!suspension_is_checkable && (kind) == Waiters::tasks) {                               \

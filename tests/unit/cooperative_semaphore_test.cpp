@@ -17,6 +17,7 @@
 
 #include "conveyor/sync/semaphore.hpp"
 #include "settle_time.hpp"
+#include "task_suspension.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -26,21 +27,6 @@ using conveyor::sync::Semaphore;
 using conveyor::testing::settle_time;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
-
-// ThreadSanitizer cannot follow oneTBB's resumable tasks: Debian's libtbb is not instrumented and
-// switches stacks with ucontext without telling TSan (no __tsan_switch_to_fiber), so after a
-// suspension TSan's per-thread shadow stack is wrong and it cannot see libtbb's reuse of task
-// memory. Observed: data-race reports on task objects recycled by libtbb's small-object pool and
-// SEGVs inside TSan's stack hashing. Tests that suspend a task skip under TSan; the blocking
-// fallback, which shares the queue, grant and timeout logic, is tested by the thread tests.
-#if defined(__SANITIZE_THREAD__) || defined(CONVEYOR_TSAN)
-#define SKIP_IF_SUSPENSION_IS_UNCHECKABLE() \
-  GTEST_SKIP() << "ThreadSanitizer cannot follow libtbb's task stack switches"
-#else
-#define SKIP_IF_SUSPENSION_IS_UNCHECKABLE() \
-  do {                                      \
-  } while (false)
-#endif
 
 void raise_to(std::atomic<int>& most, int now) {
   int seen = most.load(std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "pipeline_support.hpp"
+#include "task_suspension.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -26,6 +27,7 @@ using conveyor::testing::Watchdog;
 
 // Twelve stages (sixteen workers) on an arena of two threads.
 TEST(PipelineExecutorTest, TwelveStagesRunOnAnArenaOfTwo) {
+  SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
   Watchdog watchdog;
   constexpr std::uint64_t count = 50'000;
   Pipeline p({.executor = Executor::tbb(2)});
@@ -55,6 +57,7 @@ TEST(PipelineExecutorTest, TwelveStagesRunOnAnArenaOfTwo) {
 }
 
 TEST(PipelineExecutorTest, AnArenaOfOneThreadIsEnough) {
+  SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
   Watchdog watchdog;
   Pipeline p({.executor = Executor::tbb(1)});
   conveyor::testing::Tally tally;

@@ -17,6 +17,7 @@
 #include "conveyor/framework/stage.hpp"
 #include "pipeline_support.hpp"
 #include "settle_time.hpp"
+#include "task_suspension.hpp"
 #include "tracked.hpp"
 #include "watchdog.hpp"
 
@@ -82,6 +83,7 @@ class FailureTest : public conveyor::testing::TrackedLeakCheck,
 TEST_P(FailureTest, AThrowCancelsThePipelineAndIsRethrown) {
   Watchdog watchdog;
   const auto [position, tbb] = GetParam();
+  if (tbb) SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
   {
     Pipeline p({.executor = tbb ? Executor::tbb(2) : Executor::threads()});
     std::int64_t next = 0;
@@ -216,6 +218,7 @@ TEST_F(ShutdownTest, AThrowWakesWorkersBlockedElsewhere) {
 TEST_F(ShutdownTest, RequestStopDrainsWhatIsInFlight) {
   Watchdog watchdog;
   for (bool tbb : {false, true}) {
+    if (tbb && !conveyor::testing::task_suspension_checkable) continue;
     std::atomic<std::int64_t> emitted{0};
     std::atomic<std::int64_t> consumed{0};
     std::atomic<bool> flushed{false};

@@ -1,0 +1,201 @@
+// Pipelines against tbb::parallel_pipeline, on the same work in the same binary: a serial_in_order
+// source of integers, a parallel stage, and a serial_in_order sink that sums. The parallel stage
+// does trivial work (the framework's overhead is what is measured) or about 2 us of hashing per
+// item (how close the pipeline gets to two cores' worth against a single-threaded loop).
+//
+// Every run checks the sum, so a pipeline that loses or duplicates an item reports an error
+// instead of a time. Options: those of bench_main.hpp and Google Benchmark's own.
+#include <benchmark/benchmark.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_main.hpp"
+#include "conveyor/framework.hpp"
+
+namespace conveyor::bench {
+namespace {
+
+constexpr std::uint64_t trivial_items = 500'000;
+constexpr std::uint64_t heavy_items = 20'000;
+constexpr double hops = 2;  // source -> stage -> sink
+
+std::uint64_t mix(std::uint64_t value) noexcept {
+  value ^= value >> 31;
+  value *= 0x7fb5d329728ea185ULL;
+  value ^= value >> 27;
+  value *= 0x81dadef4bc2dd44dULL;
+  return value ^ (value >> 33);
+}
+
+std::uint64_t trivial_work(std::uint64_t x) noexcept { return 2 * x + 1; }
+
+// Rounds of mix() that take about 2 us on this machine, measured once.
+std::uint64_t heavy_rounds() {
+  static const std::uint64_t rounds = [] {
+    constexpr std::uint64_t probe = 2'000'000;
+    std::uint64_t value = 1;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < probe; ++i) value = mix(value);
+    benchmark::DoNotOptimize(value);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return static_cast<std::uint64_t>(2e-6 / (seconds / probe));
+  }();
+  return rounds;
+}
+
+std::uint64_t heavy_work(std::uint64_t x) noexcept {
+  const std::uint64_t rounds = heavy_rounds();
+  std::uint64_t value = x;
+  for (std::uint64_t i = 0; i < rounds; ++i) value = mix(value);
+  return value;
+}
+
+template <class Work>
+std::uint64_t expected_sum(std::uint64_t items, Work work) {
+  std::uint64_t sum = 0;
+  for (std::uint64_t i = 0; i < items; ++i) sum += work(i);
+  return sum;
+}
+
+void finish(benchmark::State& state, std::uint64_t items, std::uint64_t sum, std::uint64_t expected,
+            double seconds) {
+  if (sum != expected) {
+    state.SkipWithError("wrong sum: an item was lost or duplicated");
+    return;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(items * state.iterations()));
+  state.counters["ns_per_hop"] =
+      seconds * 1e9 / (static_cast<double>(items * state.iterations()) * hops);
+}
+
+template <std::uint64_t (*Work)(std::uint64_t)>
+void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
+                       std::size_t capacity) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    sum = 0;
+    const auto start = std::chrono::steady_clock::now();
+    Pipeline p({.name = "bench"});
+    p.source(
+        [next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
+          if (next == items) return std::nullopt;
+          return next++;
+        }) |
+        stage([](std::uint64_t x) { return Work(x); },
+              {.mode = Mode::parallel,
+               .workers = 2,
+               .channel = Channel::queue(capacity),
+               .batch = batch}) |
+        sink([&sum](std::uint64_t x) { sum += x; },
+             {.mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch});
+    p.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
+template <std::uint64_t (*Work)(std::uint64_t)>
+void tbb_pipeline(benchmark::State& state, std::uint64_t items, std::size_t tokens) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    sum = 0;
+    std::uint64_t next = 0;
+    const auto start = std::chrono::steady_clock::now();
+    tbb::parallel_pipeline(
+        tokens,
+        tbb::make_filter<void, std::uint64_t>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& control) -> std::uint64_t {
+              if (next == items) {
+                control.stop();
+                return 0;
+              }
+              return next++;
+            }) &
+            tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel,
+                                                           [](std::uint64_t x) { return Work(x); }) &
+            tbb::make_filter<std::uint64_t, void>(tbb::filter_mode::serial_in_order,
+                                                  [&](std::uint64_t x) { sum += x; }));
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
+template <std::uint64_t (*Work)(std::uint64_t)>
+void single_thread_loop(benchmark::State& state, std::uint64_t items) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    sum = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < items; ++i) sum += Work(i);
+    benchmark::DoNotOptimize(sum);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
+void register_benchmarks() {
+  using benchmark::RegisterBenchmark;
+  const auto timed = [](benchmark::internal::Benchmark* benchmark) {
+    benchmark->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  timed(RegisterBenchmark("pipeline/3_stages/conveyor", conveyor_pipeline<trivial_work>,
+                          trivial_items, std::size_t{1}, std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
+                          trivial_items, std::size_t{64}, std::size_t{64}));
+  for (std::size_t tokens : {2U, 4U, 8U, 16U, 64U}) {
+    timed(RegisterBenchmark(("pipeline/3_stages/tbb_tokens_" + std::to_string(tokens)).c_str(),
+                            tbb_pipeline<trivial_work>, trivial_items, tokens));
+  }
+  timed(RegisterBenchmark("pipeline/cpu_heavy/conveyor", conveyor_pipeline<heavy_work>,
+                          heavy_items, std::size_t{1}, std::size_t{128}));
+  timed(RegisterBenchmark("pipeline/cpu_heavy_batched/conveyor", conveyor_pipeline<heavy_work>,
+                          heavy_items, std::size_t{16}, std::size_t{16}));
+  timed(RegisterBenchmark("pipeline/cpu_heavy/single_thread", single_thread_loop<heavy_work>,
+                          heavy_items));
+  for (std::size_t tokens : {4U, 16U}) {
+    timed(RegisterBenchmark(("pipeline/cpu_heavy/tbb_tokens_" + std::to_string(tokens)).c_str(),
+                            tbb_pipeline<heavy_work>, heavy_items, tokens));
+  }
+}
+
+std::vector<Comparison> comparisons() {
+  constexpr auto throughput = Figure::items_per_second;
+  return {
+      {"3 stages, no batching", "pipeline/3_stages/conveyor", "pipeline/3_stages/tbb_tokens_*",
+       throughput, 2.0},
+      {"3 stages, batching on", "pipeline/3_stages_batched/conveyor",
+       "pipeline/3_stages/tbb_tokens_*", throughput, 10.0},
+      {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",
+       throughput, 1.8},
+      {"CPU-heavy (2 us/item), batching on", "pipeline/cpu_heavy_batched/conveyor",
+       "pipeline/cpu_heavy/single_thread", throughput, std::nullopt},
+      {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/tbb_tokens_*",
+       throughput, std::nullopt},
+  };
+}
+
+}  // namespace
+}  // namespace conveyor::bench
+
+int main(int argc, char** argv) {
+  using namespace conveyor::bench;
+  // Both sides get both cores: oneTBB otherwise keeps one worker thread fewer than cores.
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
+                                  std::max(2U, std::thread::hardware_concurrency()));
+  return run_benchmarks(argc, argv, register_benchmarks, comparisons);
+}
