@@ -34,7 +34,9 @@ std::uint64_t mix(std::uint64_t value) noexcept {
   return value ^ (value >> 33);
 }
 
-std::uint64_t trivial_work(std::uint64_t x) noexcept { return 2 * x + 1; }
+std::uint64_t trivial_work(std::uint64_t x) noexcept {
+  return 2 * x + 1;
+}
 
 // Rounds of mix() that take about 2 us on this machine, measured once.
 std::uint64_t heavy_rounds() {
@@ -42,7 +44,8 @@ std::uint64_t heavy_rounds() {
     constexpr std::uint64_t probe = 2'000'000;
     std::uint64_t value = 1;
     const auto start = std::chrono::steady_clock::now();
-    for (std::uint64_t i = 0; i < probe; ++i) value = mix(value);
+    for (std::uint64_t i = 0; i < probe; ++i)
+      value = mix(value);
     benchmark::DoNotOptimize(value);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -54,14 +57,16 @@ std::uint64_t heavy_rounds() {
 std::uint64_t heavy_work(std::uint64_t x) noexcept {
   const std::uint64_t rounds = heavy_rounds();
   std::uint64_t value = x;
-  for (std::uint64_t i = 0; i < rounds; ++i) value = mix(value);
+  for (std::uint64_t i = 0; i < rounds; ++i)
+    value = mix(value);
   return value;
 }
 
 template <class Work>
 std::uint64_t expected_sum(std::uint64_t items, Work work) {
   std::uint64_t sum = 0;
-  for (std::uint64_t i = 0; i < items; ++i) sum += work(i);
+  for (std::uint64_t i = 0; i < items; ++i)
+    sum += work(i);
   return sum;
 }
 
@@ -86,16 +91,14 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
     sum = 0;
     const auto start = std::chrono::steady_clock::now();
     Pipeline p({.name = "bench"});
-    p.source(
-        [next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
-          if (next == items) return std::nullopt;
-          return next++;
-        }) |
-        stage([](std::uint64_t x) { return Work(x); },
-              {.mode = Mode::parallel,
-               .workers = 2,
-               .channel = Channel::queue(capacity),
-               .batch = batch}) |
+    p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
+      if (next == items) return std::nullopt;
+      return next++;
+    }) |
+        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
+                                                        .workers = 2,
+                                                        .channel = Channel::queue(capacity),
+                                                        .batch = batch}) |
         sink([&sum](std::uint64_t x) { sum += x; },
              {.mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch});
     p.run();
@@ -115,17 +118,16 @@ void tbb_pipeline(benchmark::State& state, std::uint64_t items, std::size_t toke
     const auto start = std::chrono::steady_clock::now();
     tbb::parallel_pipeline(
         tokens,
-        tbb::make_filter<void, std::uint64_t>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& control) -> std::uint64_t {
-              if (next == items) {
-                control.stop();
-                return 0;
-              }
-              return next++;
-            }) &
-            tbb::make_filter<std::uint64_t, std::uint64_t>(tbb::filter_mode::parallel,
-                                                           [](std::uint64_t x) { return Work(x); }) &
+        tbb::make_filter<void, std::uint64_t>(tbb::filter_mode::serial_in_order,
+                                              [&](tbb::flow_control& control) -> std::uint64_t {
+                                                if (next == items) {
+                                                  control.stop();
+                                                  return 0;
+                                                }
+                                                return next++;
+                                              }) &
+            tbb::make_filter<std::uint64_t, std::uint64_t>(
+                tbb::filter_mode::parallel, [](std::uint64_t x) { return Work(x); }) &
             tbb::make_filter<std::uint64_t, void>(tbb::filter_mode::serial_in_order,
                                                   [&](std::uint64_t x) { sum += x; }));
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -141,7 +143,8 @@ void single_thread_loop(benchmark::State& state, std::uint64_t items) {
   for (auto _ : state) {
     sum = 0;
     const auto start = std::chrono::steady_clock::now();
-    for (std::uint64_t i = 0; i < items; ++i) sum += Work(i);
+    for (std::uint64_t i = 0; i < items; ++i)
+      sum += Work(i);
     benchmark::DoNotOptimize(sum);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -161,8 +164,8 @@ void register_benchmarks() {
     timed(RegisterBenchmark(("pipeline/3_stages/tbb_tokens_" + std::to_string(tokens)).c_str(),
                             tbb_pipeline<trivial_work>, trivial_items, tokens));
   }
-  timed(RegisterBenchmark("pipeline/cpu_heavy/conveyor", conveyor_pipeline<heavy_work>,
-                          heavy_items, std::size_t{1}, std::size_t{128}));
+  timed(RegisterBenchmark("pipeline/cpu_heavy/conveyor", conveyor_pipeline<heavy_work>, heavy_items,
+                          std::size_t{1}, std::size_t{128}));
   timed(RegisterBenchmark("pipeline/cpu_heavy_batched/conveyor", conveyor_pipeline<heavy_work>,
                           heavy_items, std::size_t{16}, std::size_t{16}));
   timed(RegisterBenchmark("pipeline/cpu_heavy/single_thread", single_thread_loop<heavy_work>,

@@ -124,8 +124,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       if (!name.starts_with(prefix)) continue;
       const auto value = figure_of(name, figure);
       if (!value) continue;
-      const bool better = !best_value || (figure == Figure::time ? *value < *best_value
-                                                                  : *value > *best_value);
+      const bool better =
+          !best_value || (figure == Figure::time ? *value < *best_value : *value > *best_value);
       if (better) {
         best = name;
         best_value = value;

@@ -4,9 +4,11 @@
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <latch>
+#include <string>
 #include <thread>
 
 #include "conveyor/framework/detail/ticks.hpp"
@@ -87,6 +89,7 @@ class ArenaLauncher final : public Launcher {
 
 struct Runtime {
   std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
+  std::vector<std::vector<std::unique_ptr<DeferredWakes>>> owed;  // per node, per worker
   std::vector<std::unique_ptr<EdgeBase>> edges;                   // edges[i]: node i -> i+1
   std::vector<std::unique_ptr<WindowGate>> gates;
   std::vector<std::unique_ptr<Instance>> instances;
@@ -182,9 +185,11 @@ void Pipeline::start() {
 
   std::size_t total_workers = 0;
   runtime->doorbells.resize(count);
+  runtime->owed.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
       runtime->doorbells[i].push_back(std::make_unique<detail::Doorbell>(cooperative));
+      runtime->owed[i].push_back(std::make_unique<detail::DeferredWakes>());
     }
     total_workers += nodes_[i]->workers();
   }
@@ -249,6 +254,10 @@ void Pipeline::start() {
     if (i + 1 < count) {
       wiring.downstream = runtime->bells_of(i + 1);
       wiring.output = runtime->edges[i].get();
+      for (const auto& owed : runtime->owed[i]) {
+        owed->set_consumers(wiring.downstream);
+        wiring.owed.push_back(owed.get());
+      }
     }
     all_bells.insert(all_bells.end(), wiring.own.begin(), wiring.own.end());
     runtime->instances.push_back(nodes_[i]->instantiate(wiring));
@@ -260,7 +269,10 @@ void Pipeline::start() {
   for (std::size_t i = 0; i < count; ++i) {
     detail::Instance* instance = runtime->instances[i].get();
     for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
-      jobs.emplace_back([instance, w, control = &control_] {
+      // The thread's name in top -H, gdb and perf: the stage's name and the worker's index.
+      std::string name = nodes_[i]->name().substr(0, 11) + "/" + std::to_string(w);
+      jobs.emplace_back([instance, w, control = &control_, cooperative, name = std::move(name)] {
+        if (!cooperative) pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
         instance->run_worker(w);
         control->worker_finished();
       });
@@ -300,6 +312,13 @@ void Pipeline::supervise() {
       cancelled = true;
       control_.cancel();
     }
+    // Wake-ups that producers busy elsewhere still owe (deferred_wakes.hpp).
+    for (const auto& node : runtime_->owed) {
+      for (const auto& owed : node)
+        owed->deliver();
+    }
+    const auto next_sweep =
+        std::chrono::steady_clock::now() + detail::DeferredWakes::sweep_interval;
     if (options_.sample_interval.count() > 0) {
       if (std::chrono::steady_clock::now() >= next_sample) {
         const PipelineStats snapshot = stats();
@@ -312,9 +331,9 @@ void Pipeline::supervise() {
         }
         next_sample += options_.sample_interval;
       }
-      control_.wait_for_change_until(requests, next_sample);
+      control_.wait_for_change_until(requests, std::min(next_sample, next_sweep));
     } else {
-      control_.wait_for_change(requests);
+      control_.wait_for_change_until(requests, next_sweep);
     }
   }
 }

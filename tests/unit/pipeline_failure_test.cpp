@@ -83,7 +83,9 @@ class FailureTest : public conveyor::testing::TrackedLeakCheck,
 TEST_P(FailureTest, AThrowCancelsThePipelineAndIsRethrown) {
   Watchdog watchdog;
   const auto [position, tbb] = GetParam();
-  if (tbb) SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
+  if (tbb && !conveyor::testing::throw_after_suspension_checkable) {
+    GTEST_SKIP() << "this sanitizer cannot follow an exception on a resumed oneTBB task";
+  }
   {
     Pipeline p({.executor = tbb ? Executor::tbb(2) : Executor::threads()});
     std::int64_t next = 0;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -238,6 +239,25 @@ TEST(PipelineTest, MailboxChannelsCarryEverything) {
            {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()});
   p.run();
   EXPECT_EQ(tally.get(), conveyor::testing::expected_tally(20000));
+}
+
+// A consumer found asleep is woken a few parcels later; when the producer then blocks elsewhere
+// (a source waiting for input), the pipeline's supervisor delivers the wake-up.
+TEST(PipelineTest, AnItemReachesItsConsumerWhileTheSourceBlocksElsewhere) {
+  Watchdog watchdog;
+  std::atomic<int> seen{0};
+  Pipeline p;
+  p.source([&](Emit<int>& emit) {
+    for (int i = 1; i <= 3; ++i) {
+      emit(i);
+      // Blocks until the sink has the item: it must not wait for this source to push again.
+      while (seen.load() != i)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }) | stage([](int x) { return x; }, {.channel = Channel::queue(64)}) |
+      sink([&](int x) { seen.store(x); }, {.channel = Channel::queue(64)});
+  p.run();
+  EXPECT_EQ(seen.load(), 3);
 }
 
 TEST(PipelineTest, StagesGetDefaultNames) {

@@ -126,3 +126,57 @@ TEST(ReorderBufferDeathTest, ANumberOutsideTheWindowIsAContractViolation) {
 }
 
 }  // namespace
+
+namespace {
+
+using conveyor::detail::Batch;
+
+std::vector<std::pair<Tag, int>> contents(Batch<int>& batch) {
+  std::vector<std::pair<Tag, int>> result;
+  batch.for_each(
+      [&](const Tag& tag, int* value) { result.emplace_back(tag, value ? *value : -1); });
+  return result;
+}
+
+TEST(BatchTest, ConsecutiveWholeEntriesStayARun) {
+  Batch<int> batch;
+  for (int i = 0; i < 5; ++i)
+    batch.append(Entry<int>{Tag::fresh(10 + i), i});
+  ASSERT_EQ(batch.size(), 5U);
+  const auto seen = contents(batch);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(seen[i].first.seq, 10U + i);
+    EXPECT_EQ(seen[i].first.width, Tag::whole);
+    EXPECT_EQ(seen[i].second, i);
+  }
+}
+
+TEST(BatchTest, AGapASplitOrAJumpTurnsItIntoTaggedEntries) {
+  Batch<int> batch;
+  batch.append(Entry<int>{Tag::fresh(1), 1});
+  batch.append(Entry<int>{Tag::fresh(2), std::nullopt});  // a gap
+  batch.append(Entry<int>{Tag::fresh(3).part(0, 2), 30});
+  batch.append(Entry<int>{Tag::fresh(7), 7});
+  const auto seen = contents(batch);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen[0].first.seq, 1U);
+  EXPECT_EQ(seen[0].second, 1);
+  EXPECT_EQ(seen[1].first.seq, 2U);
+  EXPECT_EQ(seen[1].second, -1);
+  EXPECT_EQ(seen[2].first.width, Tag::whole / 2);
+  EXPECT_EQ(seen[3].first.seq, 7U);
+}
+
+TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {
+  Batch<int> batch;
+  batch.reserve(8);
+  batch.append(Entry<int>{Tag::fresh(0), std::nullopt});
+  batch.clear();
+  EXPECT_TRUE(batch.empty());
+  EXPECT_GE(batch.capacity(), 8U);
+  batch.append(Entry<int>{Tag::fresh(5), 5});
+  batch.append(Entry<int>{Tag::fresh(6), 6});
+  EXPECT_EQ(contents(batch)[1].first.seq, 6U);
+}
+
+}  // namespace

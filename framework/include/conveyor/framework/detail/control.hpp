@@ -11,7 +11,7 @@
 //
 // Memory ordering:
 // - `cancelled_` is stored seq_cst and followed by a full fence before the doorbells are rung; a
-//   worker about to sleep announces itself and runs the heavy asymmetric fence before it polls
+//   worker about to sleep announces itself and runs a full fence before it polls
 //   `cancelled_` (see doorbell.hpp), so either it sees the flag or the ring sees it.
 // - The request bits and `running_workers_` are read-modify-writes on one word each (acq_rel):
 //   the last worker's decrement, and the supervisor's acquire load that sees it, order every

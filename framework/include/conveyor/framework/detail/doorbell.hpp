@@ -16,26 +16,34 @@
 //   that ends every wait (cancellation).
 // - A ring that finds no matching announcement costs one relaxed load and does nothing.
 //
-// Memory ordering: a store-load (Dekker) pairing. The owner stores its reason and runs a fence
-// before it re-checks; a ringer stores its change (the lane index, the window) and runs a fence
-// before it loads the reason (in `waits_for`). Either the owner's re-check sees the change, or the
-// ringer sees the announcement. On threads the fences are asymmetric
-// (sync/detail/asymmetric_fence.hpp): the ringer, which rings on every push and pop, pays only a
-// compiler barrier, and the owner, about to sleep anyway, pays a membarrier system call. A oneTBB
-// task does not spin before it suspends, so it would pay that system call on every wait; there
-// both sides use a full fence instead. The ringer that
-// resets the announcement (a compare-exchange, acq_rel) is the only one that releases the
-// semaphore, so one announcement yields at most one token; an owner whose `cancel` finds the
-// announcement already reset takes that token, so the semaphore is empty whenever nobody waits.
-// The semaphore only wakes the owner: the data it waited for is published by the lanes' own
-// release/acquire pairs, which the owner's re-check reads.
+// Memory ordering: a store-load (Dekker) pairing. The owner stores its reason and runs a full fence
+// before it re-checks; a ringer stores its change (the lane index, the window) and runs a full
+// fence before it loads the reason (in `waits_for`). Either the owner's re-check sees the change,
+// or the ringer sees the announcement. The ringer that resets the announcement (a
+// compare-exchange, acq_rel) is the only one that releases the semaphore, so one announcement
+// yields at most one token; an owner whose `cancel` finds the announcement already reset takes
+// that token, so the semaphore is empty whenever nobody waits. The semaphore only wakes the owner:
+// the data it waited for is published by the lanes' own release/acquire pairs, which the owner's
+// re-check reads.
+//
+// Why symmetric fences: sync::BoundedQueue moves the whole cost of its pairing to the sleeper
+// with membarrier (sync/detail/asymmetric_fence.hpp), which pays off when sleeps are rare. In a
+// pipeline, workers outnumber cores and sleep often, and every membarrier interrupts every core
+// that runs a worker: measured on the 2-core CI machine, 45% of the CPU went to the kernel's IPI
+// code. A full fence per push costs a few nanoseconds instead.
+//
+// Why the owner announces before it spins: `park` is the semaphore's acquire, which spins a learnt
+// while before it sleeps. A ringer that finds the announcement releases the token at once, and
+// the semaphore makes no system call while its owner spins, so a hand-off that comes soon costs
+// neither side a system call; and the owner yields its core now and then while it spins, which
+// matters when workers outnumber cores.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "conveyor/sync/cooperative_semaphore.hpp"
-#include "conveyor/sync/detail/asymmetric_fence.hpp"
+#include "conveyor/sync/detail/asymmetric_fence.hpp"  // full_fence
 #include "conveyor/sync/semaphore.hpp"
 
 namespace conveyor::detail {
@@ -54,11 +62,7 @@ class Doorbell {
   void prepare(WaitReason reason) noexcept {
     // Relaxed store: the fence that follows is what orders it before the re-check.
     waiting_.store(reason, std::memory_order_relaxed);
-    if (cooperative_) {
-      sync::detail::full_fence();
-    } else {
-      sync::detail::asymmetric_fence_heavy();
-    }
+    sync::detail::full_fence();
   }
 
   // Owner: the re-check found the condition true; withdraw the announcement.
@@ -76,11 +80,7 @@ class Doorbell {
   // Ringer, after making the condition for `reason` true: whether the owner announced a wait for
   // it. The fence before the load is the ringer's half of the pairing.
   [[nodiscard]] bool waits_for(WaitReason reason) const noexcept {
-    if (cooperative_) {
-      sync::detail::full_fence();
-    } else {
-      sync::detail::asymmetric_fence_light();
-    }
+    sync::detail::full_fence();
     // Relaxed: the fence above orders it; wake() decides with a compare-exchange.
     return waiting_.load(std::memory_order_relaxed) == reason;
   }

@@ -1,5 +1,8 @@
 // Edge<T>: the channels between two neighbouring stages: one lane from every producer worker to
-// every consumer worker, each of the consumer stage's channel capacity.
+// every consumer worker, each of the consumer stage's channel capacity. Beside each lane runs a
+// return ring on which the consumer hands emptied batch vectors back to the producer, so that
+// after the first laps batching allocates nothing (and no memory is freed on another thread than
+// the one that allocated it).
 //
 // Contract: built before the workers start and destroyed after they have all returned; the
 // destructor destroys whatever items are still in the lanes (after an abort). `depth()` and
@@ -32,8 +35,11 @@ class Edge final : public EdgeBase {
   Edge(std::size_t producers, std::size_t consumers, std::size_t lane_capacity)
       : producers_(producers), consumers_(consumers) {
     lanes_.reserve(producers * consumers);
+    returns_.reserve(producers * consumers);
     for (std::size_t i = 0; i < producers * consumers; ++i) {
       lanes_.push_back(std::make_unique<Lane<Parcel<T>>>(lane_capacity));
+      // Room for every batch that can be in the lane, plus the one in each worker's hands.
+      returns_.push_back(std::make_unique<Lane<Batch<T>>>(lane_capacity + 2));
     }
   }
 
@@ -42,6 +48,7 @@ class Edge final : public EdgeBase {
     typename OutPort<T>::Lanes side;
     for (std::size_t consumer = 0; consumer < consumers_; ++consumer) {
       side.lanes.push_back(&lane(producer, consumer));
+      side.returns.push_back(returns_[producer * consumers_ + consumer].get());
     }
     side.consumers = consumer_bells;
     return side;
@@ -52,6 +59,7 @@ class Edge final : public EdgeBase {
     typename InPort<T>::Lanes side;
     for (std::size_t producer = 0; producer < producers_; ++producer) {
       side.lanes.push_back(&lane(producer, consumer));
+      side.returns.push_back(returns_[producer * consumers_ + consumer].get());
     }
     side.producers = producer_bells;
     return side;
@@ -79,6 +87,8 @@ class Edge final : public EdgeBase {
   const std::size_t producers_;
   const std::size_t consumers_;
   std::vector<std::unique_ptr<Lane<Parcel<T>>>> lanes_;
+  // Emptied batches on their way back to the producer, one ring beside each lane.
+  std::vector<std::unique_ptr<Lane<Batch<T>>>> returns_;
 };
 
 }  // namespace conveyor::detail

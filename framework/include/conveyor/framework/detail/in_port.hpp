@@ -30,8 +30,9 @@ template <class T>
 class InPort {
  public:
   struct Lanes {
-    std::vector<Lane<Parcel<T>>*> lanes;  // one per producer worker
-    std::vector<Doorbell*> producers;     // their doorbells, same order
+    std::vector<Lane<Parcel<T>>*> lanes;   // one per producer worker
+    std::vector<Lane<Batch<T>>*> returns;  // emptied batches going back, same order
+    std::vector<Doorbell*> producers;      // their doorbells, same order
   };
 
   static constexpr std::size_t burst = 32;
@@ -39,6 +40,7 @@ class InPort {
   InPort(WorkerContext& worker, Lanes lanes)
       : worker_(worker),
         lanes_(std::move(lanes.lanes)),
+        returns_(std::move(lanes.returns)),
         producers_(std::move(lanes.producers)),
         finished_(lanes_.size(), false),
         open_lanes_(lanes_.size()) {
@@ -70,6 +72,7 @@ class InPort {
           taken_in_burst_ = 0;
         }
         ++taken_in_burst_;
+        last_lane_ = lane;
         popped(lane);
         return parcel;
       }
@@ -90,6 +93,12 @@ class InPort {
         return std::nullopt;
       }
     }
+  }
+
+  // Hands an emptied batch back to the producer of the last parcel popped, for reuse.
+  void recycle(Batch<T>&& batch) {
+    batch.clear();
+    (void)returns_[last_lane_]->try_push(batch);  // if the ring is full, the storage just goes
   }
 
   // True once every lane is closed and drained.
@@ -122,12 +131,14 @@ class InPort {
 
   WorkerContext& worker_;
   const std::vector<Lane<Parcel<T>>*> lanes_;
+  const std::vector<Lane<Batch<T>>*> returns_;
   const std::vector<Doorbell*> producers_;
   std::vector<std::size_t> thresholds_;
   std::vector<bool> finished_;
   std::size_t open_lanes_;
   std::size_t current_ = 0;
   std::size_t taken_in_burst_ = 0;
+  std::size_t last_lane_ = 0;
 };
 
 }  // namespace conveyor::detail

@@ -37,6 +37,7 @@ enum class Role { source, stage, sink };
 struct Wiring {
   Control* control = nullptr;
   std::vector<Doorbell*> own;         // this node's workers
+  std::vector<DeferredWakes*> owed;   // what each of them owes its consumers (not for a sink)
   std::vector<Doorbell*> upstream;    // the previous node's workers
   std::vector<Doorbell*> downstream;  // the next node's workers
   EdgeBase* input = nullptr;
@@ -177,7 +178,8 @@ class SourceNode final : public NodeBase {
       Control& control = *wiring_.control;
       WorkerCounters& counters = node_.counters(worker);
       guarded(control, counters, [&] {
-        WorkerContext context(*wiring_.own[worker], control, counters, worker);
+        WorkerContext context(*wiring_.own[worker], control, counters, worker,
+                              wiring_.owed[worker]);
         auto& output = static_cast<Edge<Out>&>(*wiring_.output);
         OutPort<Out> port(context, output.producer_side(worker, wiring_.downstream),
                           *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
@@ -254,7 +256,8 @@ class StageNode final : public NodeBase {
       Control& control = *wiring_.control;
       WorkerCounters& counters = node_.counters(worker);
       guarded(control, counters, [&] {
-        WorkerContext context(*wiring_.own[worker], control, counters, worker);
+        WorkerContext context(*wiring_.own[worker], control, counters, worker,
+                              wiring_.owed[worker]);
         auto& input = static_cast<Edge<In>&>(*wiring_.input);
         auto& output = static_cast<Edge<Out>&>(*wiring_.output);
         InPort<In> in(context, input.consumer_side(worker, wiring_.upstream));
@@ -277,12 +280,12 @@ class StageNode final : public NodeBase {
         } else {
           completed = consume_unordered(
               in, context,
-              [&](Entry<In>& entry) -> std::uint64_t {
-                out.begin_item(entry.tag);
+              [&](const Tag& tag, In* value) -> std::uint64_t {
+                out.begin_item(tag);
                 std::uint64_t given = 0;
-                if (entry.value) {
+                if (value != nullptr) {
                   counters.items_in.add(1);
-                  body.process(std::move(*entry.value), emit);
+                  body.process(std::move(*value), emit);
                   given = 1;
                 }
                 out.end_item();
@@ -353,9 +356,9 @@ class SinkNode final : public NodeBase {
         } else {
           completed = consume_unordered(
               in, context,
-              [&](Entry<In>& entry) -> std::uint64_t {
-                if (!entry.value) return 0;
-                consume(std::move(*entry.value));
+              [&](const Tag&, In* value) -> std::uint64_t {
+                if (value == nullptr) return 0;
+                consume(std::move(*value));
                 return 1;
               },
               [] {});

@@ -13,6 +13,9 @@
 // the finger past it; by_key pushes into the lane of the item's key hash (gaps by their number);
 // broadcast pushes a copy into every lane.
 //
+// Wake-ups: a consumer found asleep after a push is woken after a few more parcels, or a short
+// while (see deferred_wakes.hpp).
+//
 // Batching: with batch B > 1, entries collect per destination (one collection for round-robin and
 // broadcast) and go out as one parcel once B are there, and whenever the worker is about to sleep
 // or ends. Before sleeping for room in the window the port flushes its batches, because the
@@ -22,6 +25,8 @@
 // is dropped). `close` ends the stream on every lane; it is not called after a cancellation.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -30,9 +35,11 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/deferred_wakes.hpp"
 #include "conveyor/framework/detail/doorbell.hpp"
 #include "conveyor/framework/detail/lane.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/framework/options.hpp"
@@ -51,20 +58,33 @@ template <class T>
 class OutPort {
  public:
   struct Lanes {
-    std::vector<Lane<Parcel<T>>*> lanes;  // one per consumer worker
-    std::vector<Doorbell*> consumers;     // their doorbells, same order
+    std::vector<Lane<Parcel<T>>*> lanes;   // one per consumer worker
+    std::vector<Lane<Batch<T>>*> returns;  // emptied batches coming back, same order
+    std::vector<Doorbell*> consumers;      // their doorbells, same order
   };
 
   OutPort(WorkerContext& worker, Lanes lanes, const Dispatch& dispatch, std::size_t batch,
           Tagging tagging, WindowGate* gate)
       : worker_(worker),
         lanes_(std::move(lanes.lanes)),
+        returns_(std::move(lanes.returns)),
         consumers_(std::move(lanes.consumers)),
         dispatch_(dispatch),
         batch_(batch),
         tagging_(tagging),
         gate_(gate),
-        collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1) {
+        collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1),
+        wakes_(lanes_.size()) {
+    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
+      // Half the lane at most, so that a deferred wake never leaves the producer facing a full
+      // lane with its consumer asleep; a mailbox never defers.
+      wakes_[lane].limit = std::min<std::uint32_t>(
+          DeferredWakes::max_deferred, static_cast<std::uint32_t>(lanes_[lane]->capacity() / 2));
+    }
+    if (worker_.owed() == nullptr) {
+      for (auto& wakes : wakes_)
+        wakes.limit = 0;
+    }
     CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == consumers_.size(),
                       "OutPort: one lane and one doorbell per consumer worker");
     CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
@@ -92,7 +112,8 @@ class OutPort {
       case Tagging::none:
         break;
     }
-    return send(Entry<T>{Tag{}, std::move(value)});
+    // Nobody reads these numbers; they only keep batches in their compact run form.
+    return send(Entry<T>{Tag::fresh(next_seq_++), std::move(value)});
   }
 
   // Forwarding ports: the worker starts and ends processing one input with tag `tag`.
@@ -138,6 +159,7 @@ class OutPort {
       lane->close();
     for (Doorbell* consumer : consumers_)
       consumer->ring(WaitReason::items);
+    if (worker_.owed() != nullptr) worker_.owed()->deliver();
   }
 
   [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
@@ -145,7 +167,7 @@ class OutPort {
 
  private:
   // The next number, once the window has room for it; nullopt if cancelled first.
-  std::optional<Tag> next_sequence_tag() {
+  [[gnu::always_inline]] std::optional<Tag> next_sequence_tag() {
     const std::uint64_t seq = next_seq_;
     if (gate_ != nullptr && seq >= released_ + gate_->window()) {
       released_ = gate_->released();
@@ -168,21 +190,31 @@ class OutPort {
         [] {}, worker_.counters().blocked_push_ticks);
   }
 
-  bool send(Entry<T>&& entry) {
+  [[gnu::always_inline]] bool send(Entry<T>&& entry) {
     const std::size_t destination = destination_of(entry);
     if (batch_ == 1) return dispatch_parcel(Parcel<T>(std::move(entry)), destination);
     const std::size_t collection = dispatch_.kind() == Dispatch::Kind::by_key ? destination : 0;
     Batch<T>& batch = collected_[collection];
-    if (batch.empty()) batch.reserve(batch_);
-    batch.push_back(std::move(entry));
+    if (batch.capacity() == 0) batch = fresh_batch();
+    batch.append(std::move(entry));
     if (batch.size() < batch_) return !worker_.cancelled();
     Parcel<T> parcel(std::move(batch));
     batch = Batch<T>();
     return dispatch_parcel(std::move(parcel), destination);
   }
 
+  // An empty batch: one a consumer handed back, or a new one.
+  Batch<T> fresh_batch() {
+    for (Lane<Batch<T>>* returned : returns_) {
+      if (std::optional<Batch<T>> batch = returned->try_pop()) return std::move(*batch);
+    }
+    Batch<T> batch;
+    batch.reserve(batch_);
+    return batch;
+  }
+
   // by_key: the lane of the entry's key; otherwise unused.
-  std::size_t destination_of(const Entry<T>& entry) const {
+  [[gnu::always_inline]] std::size_t destination_of(const Entry<T>& entry) const {
     if (dispatch_.kind() != Dispatch::Kind::by_key || lanes_.size() == 1) return 0;
     const std::uint64_t hash = entry.value ? dispatch_.hash(&*entry.value) : entry.tag.seq;
     return static_cast<std::size_t>(hash % lanes_.size());
@@ -253,11 +285,35 @@ class OutPort {
 
   void pushed(std::size_t lane) {
     // The ringer's side of the Doorbell pairing: the lane's tail store, then the announcement.
-    consumers_[lane]->ring(WaitReason::items);
+    Doorbell& consumer = *consumers_[lane];
+    LaneWakes& wakes = wakes_[lane];
+    if (!consumer.waits_for(WaitReason::items)) {
+      wakes.deferred = 0;
+      return;
+    }
+    if (wakes.deferred < wakes.limit) {
+      // Let a few more parcels gather first, for a short while.
+      const std::uint64_t now = ticks();
+      if (wakes.deferred == 0) wakes.first_deferred = now;
+      if (now - wakes.first_deferred < defer_ticks()) {
+        ++wakes.deferred;
+        worker_.owed()->owe();
+        return;
+      }
+    }
+    consumer.wake(WaitReason::items);
+    wakes.deferred = 0;
+  }
+
+  static std::uint64_t defer_ticks() {
+    static const std::uint64_t window =
+        seconds_to_ticks(std::chrono::duration<double>(DeferredWakes::longest_deferral).count());
+    return window;
   }
 
   WorkerContext& worker_;
   const std::vector<Lane<Parcel<T>>*> lanes_;
+  const std::vector<Lane<Batch<T>>*> returns_;
   const std::vector<Doorbell*> consumers_;
   const Dispatch& dispatch_;
   const std::size_t batch_;
@@ -274,6 +330,13 @@ class OutPort {
   std::vector<T> pending_;
   // Batching: one collection per lane for by_key, one in all otherwise.
   std::vector<Batch<T>> collected_;
+  // Deferred wake-ups (deferred_wakes.hpp), per lane.
+  struct LaneWakes {
+    std::uint32_t deferred = 0;
+    std::uint32_t limit = 0;
+    std::uint64_t first_deferred = 0;
+  };
+  std::vector<LaneWakes> wakes_;
 };
 
 }  // namespace conveyor::detail

@@ -15,6 +15,8 @@
 // an in-order stage passes them on after the stream.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -54,8 +56,77 @@ struct Entry {
   std::optional<T> value;
 };
 
+// Up to B entries in one parcel. Most batches hold whole items with consecutive numbers (from a
+// sequencer, or from a stage that maps each input to one output); those are kept as a run: the
+// first number and the values, without a tag per item, which makes a batch of small items
+// several times smaller. The first entry that does not continue the run turns the batch into a
+// list of tagged entries.
 template <class T>
-using Batch = std::vector<Entry<T>>;
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&&) noexcept = default;
+  Batch& operator=(Batch&&) noexcept = default;
+  Batch(const Batch&) = default;
+  Batch& operator=(const Batch&) = default;
+
+  [[nodiscard]] std::size_t size() const noexcept {
+    return tagged_ ? entries_.size() : values_.size();
+  }
+  [[nodiscard]] bool empty() const noexcept { return size() == 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return values_.capacity() + entries_.capacity();
+  }
+  void reserve(std::size_t count) { values_.reserve(count); }
+
+  // Empties the batch and keeps its storage, for reuse.
+  void clear() noexcept {
+    values_.clear();
+    entries_.clear();
+    tagged_ = false;
+  }
+
+  [[gnu::always_inline]] void append(Entry<T>&& entry) {
+    if (!tagged_) {
+      const bool continues = entry.value && entry.tag.width == Tag::whole &&
+                             (values_.empty() || entry.tag.seq == first_ + values_.size());
+      if (continues) {
+        if (values_.empty()) first_ = entry.tag.seq;
+        values_.push_back(std::move(*entry.value));
+        return;
+      }
+      to_tagged();
+    }
+    entries_.push_back(std::move(entry));
+  }
+
+  // Calls visit(tag, value) for each entry in order; `value` is null for a gap.
+  template <class Visit>
+  void for_each(Visit&& visit) {
+    if (!tagged_) {
+      for (std::size_t i = 0; i < values_.size(); ++i)
+        visit(Tag::fresh(first_ + i), &values_[i]);
+      return;
+    }
+    for (Entry<T>& entry : entries_)
+      visit(entry.tag, entry.value ? &*entry.value : nullptr);
+  }
+
+ private:
+  void to_tagged() {
+    entries_.reserve(std::max(values_.capacity(), values_.size() + 1));
+    for (std::size_t i = 0; i < values_.size(); ++i) {
+      entries_.push_back(Entry<T>{Tag::fresh(first_ + i), std::move(values_[i])});
+    }
+    values_.clear();
+    tagged_ = true;
+  }
+
+  std::uint64_t first_ = 0;
+  bool tagged_ = false;
+  std::vector<T> values_;          // the run: values_[i] has number first_ + i
+  std::vector<Entry<T>> entries_;  // once tagged
+};
 
 template <class T>
 using Parcel = std::variant<Entry<T>, Batch<T>>;

@@ -29,26 +29,37 @@ class ReorderBuffer {
     CONVEYOR_CONTRACT(window >= 1, "ReorderBuffer: the window must hold at least one number");
   }
 
-  // Takes `entry` and gives out, in order, every value whose turn has come: `deliver(T&&)`.
+  // Takes the entry `tag`, `*value` (moved from; null for a gap) and gives out, in order, every
+  // value whose turn has come: `deliver(T&&)`.
   template <class Deliver>
-  void add(Entry<T>&& entry, Deliver&& deliver) {
-    if (!entry.tag.sequenced()) {
-      if (entry.value) unsequenced_.push_back(std::move(*entry.value));
+  void add(const Tag& tag, T* value, Deliver&& deliver) {
+    if (!tag.sequenced()) {
+      if (value != nullptr) unsequenced_.push_back(std::move(*value));
       return;
     }
-    const std::uint64_t seq = entry.tag.seq;
+    const std::uint64_t seq = tag.seq;
     CONVEYOR_CONTRACT(seq >= next_ && seq - next_ < slots_.size(),
                       "ReorderBuffer: a sequence number outside the window arrived");
-    if (seq == next_ && entry.tag.width == Tag::whole) {
+    if (seq == next_ && tag.width == Tag::whole) {
       // In order and whole: no need to keep it.
       ++next_;
-      if (entry.value) deliver(std::move(*entry.value));
+      if (value != nullptr) deliver(std::move(*value));
+      if (slots_[next_ % slots_.size()].covered != Tag::whole) return;
     } else {
       Slot& slot = slots_[seq % slots_.size()];
-      slot.parts.push_back(Part{entry.tag.offset, std::move(entry.value)});
-      slot.covered += entry.tag.width;
+      if (value != nullptr) {
+        slot.parts.push_back(Part{tag.offset, std::optional<T>(std::move(*value))});
+      } else {
+        slot.parts.push_back(Part{tag.offset, std::nullopt});
+      }
+      slot.covered += tag.width;
     }
     release_complete(deliver);
+  }
+
+  template <class Deliver>
+  void add(Entry<T>&& entry, Deliver&& deliver) {
+    add(entry.tag, entry.value ? &*entry.value : nullptr, deliver);
   }
 
   // Every number below this has been given out.

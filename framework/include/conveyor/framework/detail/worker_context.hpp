@@ -1,4 +1,4 @@
-// WorkerContext: what every wait of one worker shares: its doorbell, its spin estimates, the
+// WorkerContext: what every wait of one worker shares: its doorbell, the wake-ups it owes, the
 // pipeline's control, and its counters.
 //
 // Contract: owned by one worker and used only by it (its InPort, OutPort and loop).
@@ -9,27 +9,27 @@
 #include <cstdint>
 
 #include "conveyor/framework/detail/control.hpp"
+#include "conveyor/framework/detail/deferred_wakes.hpp"
 #include "conveyor/framework/detail/doorbell.hpp"
 #include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/detail/worker_counters.hpp"
-#include "conveyor/sync/detail/adaptive_spin.hpp"
 
 namespace conveyor::detail {
 
 class WorkerContext {
  public:
-  WorkerContext(Doorbell& bell, Control& control, WorkerCounters& counters,
-                std::size_t index) noexcept
-      : bell_(bell), control_(control), counters_(counters), index_(index) {}
+  WorkerContext(Doorbell& bell, Control& control, WorkerCounters& counters, std::size_t index,
+                DeferredWakes* owed = nullptr) noexcept
+      : bell_(bell), control_(control), counters_(counters), index_(index), owed_(owed) {}
 
   WorkerContext(const WorkerContext&) = delete;
   WorkerContext& operator=(const WorkerContext&) = delete;
 
-  // Waits until `ready()` holds; false if the pipeline was cancelled first. Spins for a learnt
-  // while (on a thread of its own; a oneTBB task does not spin), then calls `before_sleep()` (which
-  // may push parcels and so wait itself) and sleeps on the doorbell until a matching ring,
-  // re-checking after every wake-up. The time from the first failed check to the return is added to
-  // `blocked`.
+  // Waits until `ready()` holds; false if the pipeline was cancelled first. Calls `before_sleep()`
+  // (which may push parcels and so wait itself), delivers the wake-ups this worker owes
+  // (deferred_wakes.hpp), then announces the wait on its doorbell and parks until a matching ring,
+  // re-checking after every wake-up. Parking spins a learnt while before it sleeps (doorbell.hpp).
+  // The time from the first failed check to the return is added to `blocked`.
   template <class Ready, class BeforeSleep>
   bool wait(WaitReason reason, Ready&& ready, BeforeSleep&& before_sleep, RelaxedCounter& blocked) {
     const std::uint64_t started = ticks();
@@ -45,18 +45,17 @@ class WorkerContext {
   [[nodiscard]] Control& control() noexcept { return control_; }
   [[nodiscard]] WorkerCounters& counters() noexcept { return counters_; }
   [[nodiscard]] std::size_t index() const noexcept { return index_; }
+  // What this worker owes the consumers it pushes to; null for a sink.
+  [[nodiscard]] DeferredWakes* owed() noexcept { return owed_; }
   // Ticks this worker has spent in wait(), for telling busy time from blocked time.
   [[nodiscard]] std::uint64_t blocked_ticks() const noexcept { return blocked_ticks_; }
 
  private:
   template <class Ready, class BeforeSleep>
   bool wait_untimed(WaitReason reason, Ready& ready, BeforeSleep& before_sleep) {
-    // A task that waits suspends at once: the worker it waits for may need this very thread.
-    if (!bell_.cooperative()) {
-      auto& spin = spins_[static_cast<std::size_t>(reason)];
-      if (spin.spin([&] { return ready() || control_.cancelled(); })) return !control_.cancelled();
-    }
     before_sleep();
+    // Consumers left asleep by this worker's pushes must not wait for it to wake again.
+    if (owed_ != nullptr) owed_->deliver();
     for (;;) {
       if (ready()) return true;
       if (control_.cancelled()) return false;
@@ -73,7 +72,7 @@ class WorkerContext {
   Control& control_;
   WorkerCounters& counters_;
   const std::size_t index_;
-  std::array<sync::detail::AdaptiveSpin, 4> spins_{};
+  DeferredWakes* const owed_;
   std::uint64_t blocked_ticks_ = 0;
 };
 

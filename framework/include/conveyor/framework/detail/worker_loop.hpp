@@ -51,19 +51,24 @@ class BusyClock {
   std::uint64_t blocked_mark_ = 0;
 };
 
-// Calls `visit(entry)` for every entry of `parcel`.
+// Calls `visit(tag, value)` for every entry of `parcel`; `value` is null for a gap.
 template <class T, class Visit>
 void for_each_entry(Parcel<T>& parcel, Visit&& visit) {
   if (auto* entry = std::get_if<Entry<T>>(&parcel)) {
-    visit(*entry);
+    visit(entry->tag, entry->value ? &*entry->value : nullptr);
     return;
   }
-  for (Entry<T>& entry : std::get<Batch<T>>(parcel))
-    visit(entry);
+  std::get<Batch<T>>(parcel).for_each(visit);
 }
 
-// Arrival order. `handle(entry)` processes one entry (a gap too) and returns how many items it
-// gave the stage's code (0 or 1). Returns false if the pipeline was cancelled.
+// A batch's emptied storage goes back to its producer.
+template <class T>
+void recycle(InPort<T>& in, Parcel<T>& parcel) {
+  if (auto* batch = std::get_if<Batch<T>>(&parcel)) in.recycle(std::move(*batch));
+}
+
+// Arrival order. `handle(tag, value)` processes one entry (a gap too: value null) and returns how
+// many items it gave the stage's code (0 or 1). Returns false if the pipeline was cancelled.
 template <class T, class Handle, class BeforeSleep>
 bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
                        BeforeSleep&& before_sleep) {
@@ -78,7 +83,8 @@ bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
       parcel.emplace(std::move(*waited));
     }
     std::uint64_t items = 0;
-    for_each_entry(*parcel, [&](Entry<T>& entry) { items += handle(entry); });
+    for_each_entry(*parcel, [&](const Tag& tag, T* value) { items += handle(tag, value); });
+    recycle(in, *parcel);
     clock.record(items);
     if (worker.cancelled()) return false;
   }
@@ -106,7 +112,8 @@ bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& re
     }
     const std::uint64_t released = reorder.released();
     items = 0;
-    for_each_entry(*parcel, [&](Entry<T>& entry) { reorder.add(std::move(entry), give); });
+    for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
+    recycle(in, *parcel);
     clock.record(items);
     if (gate != nullptr && reorder.released() != released) gate->advance(reorder.released());
     if (worker.cancelled()) return false;
