@@ -76,8 +76,8 @@ TEST_P(MemoryBoundTest, LiveItemsStayWithinTheChannelsAndWorkers) {
   Live::reset();
   const std::uint64_t count = conveyor::testing::stress_items();
   constexpr std::size_t middle_workers = 2;
-  constexpr std::size_t middle_capacity = 8;
-  constexpr std::size_t sink_capacity = 4;
+  constexpr std::size_t middle_capacity = 32;
+  constexpr std::size_t sink_capacity = 16;
   std::uint64_t next = 0;
   std::uint64_t received = 0;
   {
@@ -100,7 +100,7 @@ TEST_P(MemoryBoundTest, LiveItemsStayWithinTheChannelsAndWorkers) {
   }
   EXPECT_EQ(received, count);
   EXPECT_EQ(Live::alive(), 0);
-  // Channels, in items: source -> 2 workers, 8 parcels each; 2 workers -> sink, 4 each.
+  // Channels, in items: source -> 2 workers, 32 parcels each; 2 workers -> sink, 16 each.
   const std::int64_t channels = static_cast<std::int64_t>(
       (middle_workers * middle_capacity + middle_workers * sink_capacity) * c.batch);
   // One parcel in the hands of each worker: the source's (building), the middle ones', the sink's.
