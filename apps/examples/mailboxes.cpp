@@ -7,18 +7,14 @@
 //
 // Exit status: 0 when every task arrived exactly once, 1 when not, 2 on a bad command line.
 #include <atomic>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <optional>
-#include <string>
-#include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "command_line.hpp"
 #include "conveyor/sync/mailbox_set.hpp"
 
 namespace {
@@ -39,57 +35,6 @@ struct ConsumerReport {
   std::vector<std::uint64_t> first_tasks;
 };
 
-void print_usage(std::FILE* to) {
-  std::fprintf(
-      to,
-      "usage: mailboxes [--consumers N] [--tasks N]\n"
-      "  --consumers N  consumer threads, one mailbox each, 1..%zu (default 4)\n"
-      "  --tasks N      tasks the producer builds and distributes, 0..%llu (default 1000)\n"
-      "  --help         show this help\n",
-      max_consumers, static_cast<unsigned long long>(max_tasks));
-}
-
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "mailboxes: %s\n", message.c_str());
-  print_usage(stderr);
-  std::exit(2);  // NOLINT(concurrency-mt-unsafe): flags are parsed before any thread starts
-}
-
-std::uint64_t parse_count(const std::string& flag, const char* text, std::uint64_t low,
-                          std::uint64_t high) {
-  if (text == nullptr) usage_error(flag + " needs a value");
-  const std::string_view digits(text);
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
-      value < low || value > high) {
-    usage_error(flag + " needs a whole number from " + std::to_string(low) + " to " +
-                std::to_string(high) + ", not '" + std::string(digits) + "'");
-  }
-  return value;
-}
-
-Options parse_options(int argc, char** argv) {
-  Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view flag(argv[i]);
-    const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (flag == "--help" || flag == "-h") {
-      print_usage(stdout);
-      std::exit(0);  // NOLINT(concurrency-mt-unsafe): flags are parsed before any thread starts
-    } else if (flag == "--consumers") {
-      options.consumers = parse_count(argv[i], value, 1, max_consumers);
-      ++i;
-    } else if (flag == "--tasks") {
-      options.tasks = parse_count(argv[i], value, 0, max_tasks);
-      ++i;
-    } else {
-      usage_error("unknown option '" + std::string(flag) + "'");
-    }
-  }
-  return options;
-}
-
 // How often each task number arrived, over all consumers; checked after the join.
 using Tally = std::vector<std::atomic<std::uint8_t>>;
 
@@ -104,11 +49,7 @@ void consume(conveyor::sync::MailboxSet<std::uint64_t>& mailboxes, std::size_t m
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const Options options = parse_options(argc, argv);
-
+int run(const Options& options) {
   std::printf("Seed 002: one producer hands %llu task%s to %zu consumer%s through single-slot\n",
               static_cast<unsigned long long>(options.tasks), options.tasks == 1 ? "" : "s",
               options.consumers, options.consumers == 1 ? "" : "s");
@@ -158,4 +99,21 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(received_once),
       static_cast<unsigned long long>(options.tasks), exactly_once ? "OK" : "MISMATCH");
   return exactly_once ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return conveyor::examples::guarded("mailboxes", [&] {
+    CLI::App app{"Seed 002: one producer, K consumers, single-slot mailboxes, done sentinels"};
+    Options options;
+    app.add_option("--consumers", options.consumers, "Consumer threads, one mailbox each")
+        ->capture_default_str()
+        ->check(CLI::Range(std::size_t{1}, max_consumers));
+    app.add_option("--tasks", options.tasks, "Tasks the producer builds and distributes")
+        ->capture_default_str()
+        ->check(CLI::Range(std::uint64_t{0}, max_tasks));
+    if (const auto status = conveyor::examples::parse_command_line(app, argc, argv)) return *status;
+    return run(options);
+  });
 }

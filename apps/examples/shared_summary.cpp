@@ -13,8 +13,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <string_view>
 
+#include "command_line.hpp"
 #include "conveyor/framework.hpp"
 
 namespace {
@@ -24,23 +24,7 @@ struct Summary {
   std::atomic<std::uint64_t> sum{0};  // of the readings' values, 1 each here
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::uint64_t readings = 200'000;
-  std::size_t workers = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string_view option = argv[i];
-    if (option == "--readings") {
-      readings = std::stoull(argv[i + 1]);
-    } else if (option == "--workers") {
-      workers = std::stoul(argv[i + 1]);
-    } else {
-      std::fprintf(stderr, "usage: %s [--readings N] [--workers N]\n", argv[0]);
-      return 2;
-    }
-  }
-
+int run(std::uint64_t readings, std::size_t workers) {
   conveyor::Shared<Summary> summary("summary", {"update", "snapshot"});
   const std::size_t update = summary.group("update");
   const std::size_t snapshot = summary.group("snapshot");
@@ -90,4 +74,20 @@ int main(int argc, char** argv) {
   }
   const bool ok = torn == 0 && stats.resources.at(0).groups.at(0).entries == readings;
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return conveyor::examples::guarded("shared_summary", [&] {
+    CLI::App app{"Stages sharing one summary under a group lock: updates in, snapshots out"};
+    std::uint64_t readings = 200'000;
+    std::size_t workers = 3;
+    app.add_option("--readings", readings, "Readings the source produces")->capture_default_str();
+    app.add_option("--workers", workers, "Workers of the update stage")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+    if (const auto status = conveyor::examples::parse_command_line(app, argc, argv)) return *status;
+    return run(readings, workers);
+  });
 }

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "command_line.hpp"
 #include "conveyor/framework.hpp"
 
 namespace {
@@ -50,33 +51,7 @@ class Counter {
   std::unordered_map<std::string, std::uint64_t> counts_;
 };
 
-int usage(const char* program) {
-  std::fprintf(stderr, "usage: %s [FILE] [--workers N] [--top N] [--executor threads|tbb]\n",
-               program);
-  return 2;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string path;
-  std::size_t workers = 2;
-  std::size_t top = 10;
-  bool tbb = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view argument = argv[i];
-    if ((argument == "--workers" || argument == "--top") && i + 1 < argc) {
-      const std::size_t value = std::stoul(argv[++i]);
-      (argument == "--workers" ? workers : top) = value;
-    } else if (argument == "--executor" && i + 1 < argc) {
-      tbb = std::string_view(argv[++i]) == "tbb";
-    } else if (!argument.starts_with("-") && path.empty()) {
-      path = argument;
-    } else {
-      return usage(argv[0]);
-    }
-  }
-
+int run(const std::string& path, std::size_t workers, std::size_t top, bool tbb) {
   std::ifstream file;
   std::istringstream builtin{std::string(builtin_text)};
   std::istream* input = &builtin;
@@ -120,8 +95,8 @@ int main(int argc, char** argv) {
                                       [](const std::string& word) { return word; }),
                                   .batch = 32}) |
       conveyor::sink(
-          [&totals](Counts counts) {
-            for (auto& [word, count] : counts)
+          [&totals](const Counts& counts) {
+            for (const auto& [word, count] : counts)
               totals[word] += count;
           },
           {.name = "report"});
@@ -147,4 +122,27 @@ int main(int argc, char** argv) {
                 (stage.blocked_pop_seconds + stage.blocked_push_seconds) * 1e3);
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return conveyor::examples::guarded("word_frequencies", [&] {
+    CLI::App app{"Counts the words of a text with a parallel, keyed pipeline"};
+    std::string path;
+    std::size_t workers = 2;
+    std::size_t top = 10;
+    std::string executor = "threads";
+    app.add_option("file", path, "Text to count (default: a built-in one)")
+        ->check(CLI::ExistingFile);
+    app.add_option("--workers", workers, "Workers of the split and count stages")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 64));
+    app.add_option("--top", top, "How many words to show")->capture_default_str();
+    app.add_option("--executor", executor, "Where the stages run")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"threads", "tbb"}));
+    if (const auto status = conveyor::examples::parse_command_line(app, argc, argv)) return *status;
+    return run(path, workers, top, executor == "tbb");
+  });
 }

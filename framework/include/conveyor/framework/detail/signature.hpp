@@ -19,6 +19,8 @@ namespace conveyor::detail {
 template <class Signature>
 struct signature_of_member {};
 
+// `qualifiers` is a list of cv/ref/noexcept qualifiers and cannot be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define CONVEYOR_MEMBER_SIGNATURE(qualifiers)             \
   template <class C, class R, class... A>                 \
   struct signature_of_member<R (C::*)(A...) qualifiers> { \
@@ -32,6 +34,7 @@ CONVEYOR_MEMBER_SIGNATURE(const noexcept)
 CONVEYOR_MEMBER_SIGNATURE(&)
 CONVEYOR_MEMBER_SIGNATURE(const&)
 #undef CONVEYOR_MEMBER_SIGNATURE
+// NOLINTEND(bugprone-macro-parentheses)
 
 // call_signature<F>: `result` and `arguments` of calling an F, when F has one signature.
 template <class F, class = void>
