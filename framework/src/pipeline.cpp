@@ -324,7 +324,7 @@ void Pipeline::supervise() {
         const PipelineStats snapshot = stats();
         for (const auto& observer : observers_) {
           try {
-            observer->on_sample(snapshot);
+            observer->on_sample(*this, snapshot);
           } catch (...) {
             // An observer cannot fail the pipeline.
           }
@@ -355,7 +355,7 @@ void Pipeline::wait() {
   const PipelineStats final_stats = stats();
   for (const auto& observer : observers_) {
     try {
-      observer->on_finish(final_stats, error);
+      observer->on_finish(*this, final_stats, error);
     } catch (...) {
       // An observer cannot fail the pipeline.
     }

@@ -97,8 +97,9 @@ class Recorder : public conveyor::Observer {
     started.store(true);
     during_start = pipeline.stats().state;
   }
-  void on_sample(const PipelineStats&) override { samples.fetch_add(1); }
-  void on_finish(const PipelineStats& stats, std::exception_ptr error) override {
+  void on_sample(const Pipeline&, const PipelineStats&) override { samples.fetch_add(1); }
+  void on_finish(const Pipeline&, const PipelineStats& stats,
+                 const std::exception_ptr& error) override {
     finished_items = stats.stages.back().items_in;
     failed = error != nullptr;
   }

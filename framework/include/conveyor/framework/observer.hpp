@@ -1,7 +1,9 @@
 // Observer: what a pipeline tells those who watch it (a metrics exporter, a progress display).
 //
 //   class Progress : public conveyor::Observer {
-//     void on_sample(const conveyor::PipelineStats& stats) override { ... }
+//     void on_sample(const conveyor::Pipeline&, const conveyor::PipelineStats& stats) override {
+//       ...
+//     }
 //   };
 //   conveyor::Pipeline p({.sample_interval = std::chrono::milliseconds(500)});
 //   p.add_observer(std::make_shared<Progress>());
@@ -31,8 +33,9 @@ class Observer {
  public:
   virtual ~Observer() = default;
   virtual void on_start(const Pipeline& /*pipeline*/) {}
-  virtual void on_sample(const PipelineStats& /*stats*/) {}
-  virtual void on_finish(const PipelineStats& /*stats*/, std::exception_ptr /*error*/) {}
+  virtual void on_sample(const Pipeline& /*pipeline*/, const PipelineStats& /*stats*/) {}
+  virtual void on_finish(const Pipeline& /*pipeline*/, const PipelineStats& /*stats*/,
+                         const std::exception_ptr& /*error*/) {}
 };
 
 }  // namespace conveyor

@@ -1,0 +1,58 @@
+// PipelineMetrics: the statistics of one or more pipelines, as Prometheus metrics.
+//
+//   auto metrics = std::make_shared<conveyor::prometheus::PipelineMetrics>();
+//   pipeline.add_observer(metrics);          // it learns of the pipeline when it starts
+//   server.add(metrics);                     // and is collected at every scrape of /metrics
+//
+// Nothing is recorded on the pipeline's hot path: at every scrape, `Collect()` takes a
+// `Pipeline::stats()` snapshot (which sums each worker's own counters) and turns it into metric
+// families. After a pipeline finishes, its final statistics stay exported. The families are listed
+// in docs/metrics.md: per stage (items, errors, busy and blocked time, an item-duration
+// histogram), per channel (depth, capacity), per shared resource and group (lock waits, aces).
+// Every series carries the labels `pipeline` and `stage` (or `resource` and `group`) only.
+//
+// Contract: thread-safe. An observer callback and a scrape may run at once; the pipeline is only
+// asked for statistics between its `on_start` and `on_finish`.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
+#include "conveyor/framework/observer.hpp"
+#include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/stats.hpp"
+
+namespace conveyor::prometheus {
+
+class PipelineMetrics final : public ::prometheus::Collectable, public Observer {
+ public:
+  void on_start(const Pipeline& pipeline) override;
+  void on_finish(const Pipeline& pipeline, const PipelineStats& stats,
+                 const std::exception_ptr& error) override;
+
+  [[nodiscard]] std::vector<::prometheus::MetricFamily> Collect() const override;
+
+  // Statistics of every pipeline seen: a snapshot for those that run, the final ones for the rest.
+  [[nodiscard]] std::vector<PipelineStats> snapshot() const;
+
+  // True while some pipeline runs and none of those running is stopping (for /readyz).
+  [[nodiscard]] bool ready() const;
+
+ private:
+  struct Watched {
+    const Pipeline* live = nullptr;  // null once finished
+    PipelineStats final_stats;
+  };
+
+  mutable std::mutex mutex_;
+  std::vector<Watched> pipelines_;
+};
+
+// The metric families of some pipelines' statistics (what PipelineMetrics::Collect() returns).
+std::vector<::prometheus::MetricFamily> families_of(const std::vector<PipelineStats>& pipelines);
+
+}  // namespace conveyor::prometheus

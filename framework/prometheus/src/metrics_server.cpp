@@ -1,0 +1,183 @@
+// MetricsServer: prometheus-cpp's Exposer, with /healthz and /readyz answered by a civetweb
+// request callback, and basic auth from a file.
+#include "conveyor/prometheus/metrics_server.hpp"
+
+#include <CivetServer.h>
+#include <civetweb.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <string_view>
+
+#include <prometheus/exposer.h>
+
+#include "conveyor/prometheus/process_metrics.hpp"
+
+namespace conveyor::prometheus {
+
+namespace {
+
+// civetweb's callback is a plain function; it finds the server by the port it was asked on.
+std::mutex registry_mutex;
+std::map<int, MetricsServer*> servers_by_port;
+
+int answer(mg_connection* connection, int status, const char* body) {
+  mg_printf(connection,
+            "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s",
+            status, status == 200 ? "OK" : "Service Unavailable", std::strlen(body), body);
+  return status;
+}
+
+int begin_request(mg_connection* connection) {
+  const mg_request_info* request = mg_get_request_info(connection);
+  if (request == nullptr || request->local_uri == nullptr) return 0;
+  const std::string_view uri = request->local_uri;
+  if (uri != "/healthz" && uri != "/readyz") return 0;  // /metrics and the rest: the Exposer's
+  if (uri == "/healthz") return answer(connection, 200, "ok\n");
+  MetricsServer* server = nullptr;
+  {
+    std::lock_guard lock(registry_mutex);
+    const auto found = servers_by_port.find(request->server_port);
+    if (found != servers_by_port.end()) server = found->second;
+  }
+  const bool ready = server != nullptr && server->is_ready();
+  return ready ? answer(connection, 200, "ready\n") : answer(connection, 503, "not ready\n");
+}
+
+const CivetCallbacks& callbacks() {
+  static const CivetCallbacks instance = [] {
+    CivetCallbacks result;
+    result.begin_request = begin_request;
+    return result;
+  }();
+  return instance;
+}
+
+// Compares in time that depends on the lengths only, not on where the texts differ.
+bool same_secret(std::string_view given, std::string_view expected) {
+  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+  const std::size_t length = std::max(given.size(), expected.size());
+  for (std::size_t i = 0; i < length; ++i) {
+    const char a = i < given.size() ? given[i] : '\0';
+    const char b = i < expected.size() ? expected[i] : '\0';
+    difference |= static_cast<unsigned char>(a ^ b);
+  }
+  return difference == 0;
+}
+
+}  // namespace
+
+ListenAddress parse_listen_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == text.size()) {
+    throw MetricsServerError("metrics: '" + text +
+                             "' is not HOST:PORT (for example 127.0.0.1:9464)");
+  }
+  ListenAddress address;
+  address.host = text.substr(0, colon);
+  const std::string port = text.substr(colon + 1);
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (error != std::errc() || end != port.data() + port.size() || value > 65535) {
+    throw MetricsServerError("metrics: '" + port + "' in '" + text + "' is not a port (0-65535)");
+  }
+  address.port = static_cast<std::uint16_t>(value);
+  const bool bracketed = address.host.front() == '[' && address.host.back() == ']';
+  const bool plain = address.host.find_first_of("[]:") == std::string::npos;
+  if (!bracketed && !plain) {
+    throw MetricsServerError("metrics: write an IPv6 address in brackets, as in [::1]:9464");
+  }
+  return address;
+}
+
+std::vector<std::pair<std::string, std::string>> read_auth_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw MetricsServerError("metrics: cannot read the auth file " + path);
+  std::vector<std::pair<std::string, std::string>> users;
+  std::string line;
+  for (int number = 1; std::getline(file, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.front() == '#') continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == line.size()) {
+      throw MetricsServerError("metrics: " + path + ":" + std::to_string(number) +
+                               ": expected user:password");
+    }
+    users.emplace_back(line.substr(0, colon), line.substr(colon + 1));
+  }
+  if (users.empty()) throw MetricsServerError("metrics: the auth file " + path + " names no user");
+  return users;
+}
+
+MetricsServer::MetricsServer(const MetricsServerOptions& options) {
+  const ListenAddress address = parse_listen_address(options.listen);
+  host_ = address.host;
+  const std::string host = host_ == "localhost" ? "127.0.0.1" : host_;
+  std::vector<std::pair<std::string, std::string>> users;
+  if (!options.auth_file.empty()) users = read_auth_file(options.auth_file);
+  try {
+    exposer_ = std::make_unique<::prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", host + ":" + std::to_string(address.port),
+                                 "num_threads", "2"},
+        &callbacks());
+  } catch (const std::exception& error) {
+    throw MetricsServerError("metrics: cannot listen on " + options.listen +
+                             ": the port is taken, or the address is not one of this host's (" +
+                             error.what() + ")");
+  }
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? address.port : static_cast<std::uint16_t>(ports.front());
+  if (!users.empty()) {
+    exposer_->RegisterAuth(
+        [users = std::move(users)](const std::string& user, const std::string& password) {
+          bool granted = false;
+          for (const auto& [known_user, known_password] : users) {
+            // Every entry is compared, so the time does not tell which user matched.
+            granted |= same_secret(user, known_user) && same_secret(password, known_password);
+          }
+          return granted;
+        },
+        "conveyor");
+  }
+  add(std::make_shared<ProcessMetrics>());
+  std::lock_guard lock(registry_mutex);
+  servers_by_port[port_] = this;
+}
+
+MetricsServer::~MetricsServer() {
+  {
+    std::lock_guard lock(registry_mutex);
+    servers_by_port.erase(port_);
+  }
+  exposer_.reset();  // stops the server's threads before the collectables go
+}
+
+void MetricsServer::add(std::shared_ptr<::prometheus::Collectable> collectable) {
+  std::lock_guard lock(mutex_);
+  exposer_->RegisterCollectable(collectable);
+  collectables_.push_back(std::move(collectable));
+}
+
+void MetricsServer::set_readiness(std::function<bool()> ready) {
+  std::lock_guard lock(mutex_);
+  readiness_ = std::move(ready);
+}
+
+bool MetricsServer::is_ready() const {
+  std::function<bool()> ready;
+  {
+    std::lock_guard lock(mutex_);
+    ready = readiness_;
+  }
+  return !ready || ready();
+}
+
+std::string MetricsServer::address() const {
+  return host_ + ":" + std::to_string(port_);
+}
+
+}  // namespace conveyor::prometheus

@@ -1,0 +1,189 @@
+// PipelineMetrics: pipeline statistics turned into Prometheus metric families at scrape time.
+#include "conveyor/prometheus/pipeline_metrics.hpp"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include <prometheus/client_metric.h>
+#include <prometheus/metric_type.h>
+
+namespace conveyor::prometheus {
+
+namespace {
+
+using ::prometheus::ClientMetric;
+using ::prometheus::MetricFamily;
+using ::prometheus::MetricType;
+
+using Labels = std::vector<ClientMetric::Label>;
+
+MetricFamily family(std::string name, std::string help, MetricType type) {
+  MetricFamily result;
+  result.name = std::move(name);
+  result.help = std::move(help);
+  result.type = type;
+  return result;
+}
+
+void add_counter(MetricFamily& family, Labels labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.counter.value = value;
+  family.metric.push_back(std::move(metric));
+}
+
+void add_gauge(MetricFamily& family, Labels labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.gauge.value = value;
+  family.metric.push_back(std::move(metric));
+}
+
+void add_histogram(MetricFamily& family, Labels labels, const DurationHistogram& histogram) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.histogram.sample_count = histogram.count;
+  metric.histogram.sample_sum = histogram.sum_seconds;
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < histogram.counts.size(); ++i) {
+    cumulative += histogram.counts[i];
+    const double bound = i < item_duration_buckets.size() ? item_duration_buckets[i]
+                                                          : std::numeric_limits<double>::infinity();
+    metric.histogram.bucket.push_back(ClientMetric::Bucket{cumulative, bound});
+  }
+  family.metric.push_back(std::move(metric));
+}
+
+Labels stage_labels(const PipelineStats& pipeline, const StageStats& stage) {
+  return {{"pipeline", pipeline.name}, {"stage", stage.name}};
+}
+
+}  // namespace
+
+std::vector<MetricFamily> families_of(const std::vector<PipelineStats>& pipelines) {
+  auto received = family("conveyor_stage_items_received_total", "Items given to the stage's code.",
+                         MetricType::Counter);
+  auto sent =
+      family("conveyor_stage_items_sent_total", "Items the stage emitted.", MetricType::Counter);
+  auto errors = family("conveyor_stage_errors_total",
+                       "Exceptions thrown by the stage's code and bad input it counted.",
+                       MetricType::Counter);
+  auto busy = family("conveyor_stage_busy_seconds_total",
+                     "Time the stage's workers spent in its code, summed over the workers.",
+                     MetricType::Counter);
+  auto blocked = family("conveyor_stage_blocked_seconds_total",
+                        "Time the stage's workers waited on a channel: for room downstream "
+                        "(direction push) or for items (direction pop).",
+                        MetricType::Counter);
+  auto duration = family("conveyor_stage_item_duration_seconds",
+                         "Time the stage's code took per item (items of a batch count at the "
+                         "batch's mean).",
+                         MetricType::Histogram);
+  auto workers = family("conveyor_stage_workers", "Workers the stage runs on.", MetricType::Gauge);
+  auto depth = family("conveyor_channel_depth",
+                      "Parcels waiting in the channel that feeds the stage.", MetricType::Gauge);
+  auto capacity = family("conveyor_channel_capacity",
+                         "Parcels the channel that feeds the stage can hold.", MetricType::Gauge);
+  auto running =
+      family("conveyor_pipeline_running",
+             "1 while the pipeline runs (also while it drains), else 0.", MetricType::Gauge);
+  auto elapsed = family("conveyor_pipeline_elapsed_seconds",
+                        "Time since the pipeline started (until it finished).", MetricType::Gauge);
+  auto lock_wait = family("conveyor_group_lock_wait_seconds",
+                          "How long accesses to a shared resource waited for its group lock.",
+                          MetricType::Histogram);
+  auto lock_aces =
+      family("conveyor_group_lock_aces_total",
+             "Accesses to a shared resource that entered without waiting.", MetricType::Counter);
+  auto lock_entries = family("conveyor_group_lock_entries_total", "Accesses to a shared resource.",
+                             MetricType::Counter);
+
+  for (const PipelineStats& pipeline : pipelines) {
+    const bool is_running =
+        pipeline.state == PipelineState::running || pipeline.state == PipelineState::stopping;
+    add_gauge(running, {{"pipeline", pipeline.name}}, is_running ? 1.0 : 0.0);
+    add_gauge(elapsed, {{"pipeline", pipeline.name}}, pipeline.elapsed_seconds);
+    for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
+      const StageStats& stage = pipeline.stages[i];
+      add_counter(received, stage_labels(pipeline, stage), static_cast<double>(stage.items_in));
+      add_counter(sent, stage_labels(pipeline, stage), static_cast<double>(stage.items_out));
+      add_counter(errors, stage_labels(pipeline, stage), static_cast<double>(stage.errors));
+      add_counter(busy, stage_labels(pipeline, stage), stage.busy_seconds);
+      Labels push = stage_labels(pipeline, stage);
+      push.push_back({"direction", "push"});
+      add_counter(blocked, std::move(push), stage.blocked_push_seconds);
+      Labels pop = stage_labels(pipeline, stage);
+      pop.push_back({"direction", "pop"});
+      add_counter(blocked, std::move(pop), stage.blocked_pop_seconds);
+      add_histogram(duration, stage_labels(pipeline, stage), stage.item_duration);
+      add_gauge(workers, stage_labels(pipeline, stage), static_cast<double>(stage.workers));
+      if (i > 0) {
+        add_gauge(depth, stage_labels(pipeline, stage), static_cast<double>(stage.channel_depth));
+        add_gauge(capacity, stage_labels(pipeline, stage),
+                  static_cast<double>(stage.channel_capacity));
+      }
+    }
+    for (const ResourceStats& resource : pipeline.resources) {
+      for (const GroupStats& group : resource.groups) {
+        const Labels labels{
+            {"pipeline", pipeline.name}, {"resource", resource.name}, {"group", group.name}};
+        add_histogram(lock_wait, labels, group.wait);
+        add_counter(lock_aces, labels, static_cast<double>(group.aces));
+        add_counter(lock_entries, labels, static_cast<double>(group.entries));
+      }
+    }
+  }
+
+  std::vector<MetricFamily> result;
+  for (MetricFamily* each :
+       {&received, &sent, &errors, &busy, &blocked, &duration, &workers, &depth, &capacity,
+        &running, &elapsed, &lock_wait, &lock_aces, &lock_entries}) {
+    if (!each->metric.empty()) result.push_back(std::move(*each));
+  }
+  return result;
+}
+
+void PipelineMetrics::on_start(const Pipeline& pipeline) {
+  std::lock_guard lock(mutex_);
+  pipelines_.push_back(Watched{&pipeline, {}});
+}
+
+void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& stats,
+                                const std::exception_ptr& /*error*/) {
+  std::lock_guard lock(mutex_);
+  for (Watched& watched : pipelines_) {
+    if (watched.live == &pipeline) {
+      watched.live = nullptr;
+      watched.final_stats = stats;
+      return;
+    }
+  }
+}
+
+std::vector<PipelineStats> PipelineMetrics::snapshot() const {
+  std::lock_guard lock(mutex_);
+  std::vector<PipelineStats> result;
+  result.reserve(pipelines_.size());
+  for (const Watched& watched : pipelines_) {
+    result.push_back(watched.live != nullptr ? watched.live->stats() : watched.final_stats);
+  }
+  return result;
+}
+
+std::vector<MetricFamily> PipelineMetrics::Collect() const {
+  return families_of(snapshot());
+}
+
+bool PipelineMetrics::ready() const {
+  std::lock_guard lock(mutex_);
+  bool any = false;
+  for (const Watched& watched : pipelines_) {
+    if (watched.live == nullptr) continue;
+    if (watched.live->state() != PipelineState::running) return false;
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace conveyor::prometheus

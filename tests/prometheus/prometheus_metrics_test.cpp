@@ -1,0 +1,302 @@
+// The Prometheus exporter: every counter equals what the pipeline's own Stats report, histograms
+// are complete, the process metrics are sane, and the endpoint serves /metrics, /healthz and
+// /readyz, with basic auth, and reports what it cannot do as an error.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include <prometheus/text_serializer.h>
+
+#include "conveyor/framework.hpp"
+#include "conveyor/prometheus/metrics_server.hpp"
+#include "conveyor/prometheus/pipeline_metrics.hpp"
+#include "conveyor/prometheus/process_metrics.hpp"
+#include "http_get.hpp"
+#include "pipeline_support.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::Emit;
+using conveyor::Mode;
+using conveyor::Pipeline;
+using conveyor::sink;
+using conveyor::stage;
+using conveyor::prometheus::MetricsServer;
+using conveyor::prometheus::MetricsServerError;
+using conveyor::prometheus::PipelineMetrics;
+using conveyor::testing::count_to;
+using conveyor::testing::http_get;
+using conveyor::testing::Watchdog;
+
+std::string exposition(const ::prometheus::Collectable& collectable) {
+  return ::prometheus::TextSerializer().Serialize(collectable.Collect());
+}
+
+// The value of the sample `series` (name and labels as exposed) in an exposition, or nullopt.
+std::optional<double> sample(const std::string& text, const std::string& series) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.size() > series.size() && line.compare(0, series.size(), series) == 0 &&
+        line[series.size()] == ' ') {
+      return std::stod(line.substr(series.size() + 1));
+    }
+  }
+  return std::nullopt;
+}
+
+std::string labels(const std::string& pipeline, const std::string& stage_name,
+                   const std::string& extra = {}) {
+  return "{pipeline=\"" + pipeline + "\",stage=\"" + stage_name + "\"" + extra + "}";
+}
+
+TEST(PipelineMetricsTest, EveryCounterEqualsThePipelinesOwnStats) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  conveyor::Shared<std::uint64_t> total("total", {"add", "read"});
+  Pipeline p({.name = "counted"});
+  p.add_observer(metrics);
+  p.track(total);
+  p.source(count_to(20'000)) |
+      stage(
+          [&](std::uint64_t x, Emit<std::uint64_t>& emit) {
+            if (x % 7 == 0) {
+              emit.count_error();
+              return;
+            }
+            total.access(0, [](std::uint64_t& t) { __atomic_fetch_add(&t, 1, __ATOMIC_RELAXED); });
+            emit(x);
+          },
+          {.name = "filter", .mode = Mode::parallel, .workers = 3, .batch = 8}) |
+      sink([](std::uint64_t) {}, {.name = "drop", .mode = Mode::serial_in_order});
+  p.run();
+
+  const auto stats = p.stats();
+  const std::string text = exposition(*metrics);
+  for (const auto& stage_stats : stats.stages) {
+    const std::string l = labels("counted", stage_stats.name);
+    EXPECT_EQ(sample(text, "conveyor_stage_items_received_total" + l),
+              static_cast<double>(stage_stats.items_in))
+        << stage_stats.name;
+    EXPECT_EQ(sample(text, "conveyor_stage_items_sent_total" + l),
+              static_cast<double>(stage_stats.items_out));
+    EXPECT_EQ(sample(text, "conveyor_stage_errors_total" + l),
+              static_cast<double>(stage_stats.errors));
+    EXPECT_EQ(sample(text, "conveyor_stage_workers" + l), static_cast<double>(stage_stats.workers));
+    EXPECT_EQ(sample(text, "conveyor_stage_item_duration_seconds_count" + l),
+              static_cast<double>(stage_stats.items_in));
+    EXPECT_EQ(sample(text, "conveyor_stage_item_duration_seconds_bucket" +
+                               labels("counted", stage_stats.name, ",le=\"+Inf\"")),
+              static_cast<double>(stage_stats.items_in));
+    EXPECT_NEAR(*sample(text, "conveyor_stage_busy_seconds_total" + l), stage_stats.busy_seconds,
+                1e-6);
+    EXPECT_NEAR(*sample(text, "conveyor_stage_blocked_seconds_total" +
+                                  labels("counted", stage_stats.name, ",direction=\"push\"")),
+                stage_stats.blocked_push_seconds, 1e-6);
+  }
+  EXPECT_EQ(sample(text, "conveyor_stage_errors_total" + labels("counted", "filter")), 2858.0);
+  EXPECT_EQ(sample(text, "conveyor_channel_capacity" + labels("counted", "filter")), 128.0 * 3);
+  EXPECT_EQ(sample(text, "conveyor_channel_depth" + labels("counted", "drop")), 0.0);
+  EXPECT_FALSE(sample(text, "conveyor_channel_depth" + labels("counted", "source")));
+  EXPECT_EQ(sample(text, "conveyor_pipeline_running{pipeline=\"counted\"}"), 0.0);
+  const std::string lock = "{pipeline=\"counted\",resource=\"total\",group=\"add\"}";
+  EXPECT_EQ(sample(text, "conveyor_group_lock_entries_total" + lock), 20'000.0 - 2858.0);
+  EXPECT_EQ(sample(text, "conveyor_group_lock_wait_seconds_count" + lock),
+            20'000.0 - 2858.0 - *sample(text, "conveyor_group_lock_aces_total" + lock));
+}
+
+TEST(PipelineMetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  Pipeline p({.name = "buckets"});
+  p.add_observer(metrics);
+  p.source(count_to(500)) | sink([](std::uint64_t x) {
+    if (x % 100 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  });
+  p.run();
+  for (const auto& family : metrics->Collect()) {
+    if (family.name != "conveyor_stage_item_duration_seconds") continue;
+    for (const auto& metric : family.metric) {
+      const auto& buckets = metric.histogram.bucket;
+      ASSERT_EQ(buckets.size(), conveyor::item_duration_buckets.size() + 1);
+      EXPECT_TRUE(std::isinf(buckets.back().upper_bound));
+      EXPECT_EQ(buckets.back().cumulative_count, metric.histogram.sample_count);
+      for (std::size_t i = 1; i < buckets.size(); ++i) {
+        EXPECT_GE(buckets[i].cumulative_count, buckets[i - 1].cumulative_count);
+        EXPECT_GT(buckets[i].upper_bound, buckets[i - 1].upper_bound);
+      }
+    }
+  }
+}
+
+TEST(PipelineMetricsTest, ReadyOnlyWhileAPipelineRunsAndDoesNotDrain) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  EXPECT_FALSE(metrics->ready());
+  Pipeline p;
+  p.add_observer(metrics);
+  std::atomic<bool> release{false};
+  p.source([&](Emit<int>& emit) {
+    while (!emit.stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!release.load())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }) | sink([](int) {});
+  p.start();
+  EXPECT_TRUE(metrics->ready());
+  p.request_stop();
+  // The controlling thread marks the pipeline as stopping once it sees the request.
+  std::thread waiter([&] { p.wait(); });
+  for (int i = 0; i < 2000 && metrics->ready(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_FALSE(metrics->ready());
+  release.store(true);
+  waiter.join();
+  EXPECT_FALSE(metrics->ready());
+}
+
+TEST(ProcessMetricsTest, ReportsThisProcessFromProc) {
+  const std::string text = exposition(conveyor::prometheus::ProcessMetrics());
+  EXPECT_GT(*sample(text, "process_resident_memory_bytes"), 1e5);
+  EXPECT_GT(*sample(text, "process_virtual_memory_bytes"),
+            *sample(text, "process_resident_memory_bytes"));
+  EXPECT_GE(*sample(text, "process_open_fds"), 3.0);
+  EXPECT_GE(*sample(text, "process_max_fds"), *sample(text, "process_open_fds"));
+  EXPECT_GE(*sample(text, "process_threads"), 1.0);
+  EXPECT_GE(*sample(text, "process_cpu_seconds_total"), 0.0);
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double started = *sample(text, "process_start_time_seconds");
+  EXPECT_LE(started, now + 1);
+  EXPECT_GT(started, now - 24 * 3600);
+  EXPECT_NE(text.find("conveyor_build_info{compiler="), std::string::npos);
+}
+
+TEST(MetricsServerTest, ServesMetricsHealthAndReadiness) {
+  Watchdog watchdog;
+  MetricsServer server({.listen = "127.0.0.1:0"});
+  ASSERT_NE(server.port(), 0);
+  EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(server.port()));
+  const auto metrics = http_get(server.port(), "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("process_resident_memory_bytes"), std::string::npos);
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+  EXPECT_EQ(http_get(server.port(), "/readyz").status, 200);
+  server.set_readiness([] { return false; });
+  const auto not_ready = http_get(server.port(), "/readyz");
+  EXPECT_EQ(not_ready.status, 503);
+  EXPECT_EQ(not_ready.body, "not ready\n");
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+}
+
+TEST(MetricsServerTest, APortInUseIsAnErrorNotAnAbort) {
+  MetricsServer first({.listen = "127.0.0.1:0"});
+  try {
+    MetricsServer second({.listen = "127.0.0.1:" + std::to_string(first.port())});
+    FAIL() << "a second server on the same port";
+  } catch (const MetricsServerError& error) {
+    EXPECT_NE(std::string(error.what()).find("cannot listen on 127.0.0.1:"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(MetricsServerTest, BadAddressesAreErrors) {
+  for (const char* address : {"nonsense", "127.0.0.1:", ":9464", "127.0.0.1:99999",
+                              "127.0.0.1:12ab", "::1:9464", "203.0.113.7:0"}) {
+    EXPECT_THROW(MetricsServer({.listen = address}), MetricsServerError) << address;
+  }
+}
+
+class AuthFile {
+ public:
+  explicit AuthFile(const std::string& contents)
+      : path_(std::filesystem::temp_directory_path() /
+              ("conveyor-auth-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
+    std::ofstream(path_) << contents;
+  }
+  ~AuthFile() { std::filesystem::remove(path_); }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+TEST(MetricsServerTest, BasicAuthGuardsMetricsButNotHealth) {
+  Watchdog watchdog;
+  AuthFile users("# who may scrape\nalice:secret\n\nbob:hunter2\n");
+  MetricsServer server({.listen = "127.0.0.1:0", .auth_file = users.path()});
+  EXPECT_EQ(http_get(server.port(), "/metrics").status, 401);
+  EXPECT_EQ(http_get(server.port(), "/metrics", "YWxpY2U6d3Jvbmc=").status, 401);  // alice:wrong
+  EXPECT_EQ(http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").status, 200);  // alice:secret
+  EXPECT_EQ(http_get(server.port(), "/metrics", "Ym9iOmh1bnRlcjI=").status, 200);  // bob:hunter2
+  EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
+  EXPECT_EQ(http_get(server.port(), "/readyz").status, 200);
+}
+
+TEST(MetricsServerTest, BadAuthFilesAreErrors) {
+  EXPECT_THROW(MetricsServer({.listen = "127.0.0.1:0", .auth_file = "/nonexistent/users"}),
+               MetricsServerError);
+  AuthFile malformed("alice\n");
+  EXPECT_THROW(MetricsServer({.listen = "127.0.0.1:0", .auth_file = malformed.path()}),
+               MetricsServerError);
+  AuthFile empty("# nobody\n");
+  EXPECT_THROW(MetricsServer({.listen = "127.0.0.1:0", .auth_file = empty.path()}),
+               MetricsServerError);
+}
+
+// Scrapes as fast as it can while a pipeline runs flat out: every scrape succeeds, the counts go
+// up, and at the end they equal the pipeline's statistics.
+TEST(MetricsServerTest, ScrapesInATightLoopWhileThePipelineRunsFlatOut) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  auto metrics = std::make_shared<PipelineMetrics>();
+  MetricsServer server({.listen = "127.0.0.1:0"});
+  server.add(metrics);
+  const std::uint64_t items = conveyor::testing::stress_items() / 2;
+  Pipeline p({.name = "flat_out"});
+  p.add_observer(metrics);
+  conveyor::testing::SharedTally tally;
+  p.source(count_to(items)) |
+      stage([](std::uint64_t x) { return x; },
+            {.mode = Mode::parallel, .workers = 2, .batch = 16}) |
+      sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::serial_in_order, .batch = 16});
+  p.start();
+  int scrapes = 0;
+  int failures = 0;
+  double last = 0;
+  bool monotonic = true;
+  const std::string sent = "conveyor_stage_items_sent_total" + labels("flat_out", "source");
+  // Scrape until the source's counter shows every item sent (the watchdog bounds the loop).
+  while (last < static_cast<double>(items)) {
+    const auto response = http_get(server.port(), "/metrics");
+    ++scrapes;
+    if (response.status != 200) {
+      ++failures;
+      continue;
+    }
+    const double now = sample(response.body, sent).value_or(-1);
+    monotonic = monotonic && now >= last;
+    last = now;
+  }
+  p.wait();
+  const auto final_response = http_get(server.port(), "/metrics");
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(scrapes, 0);
+  EXPECT_TRUE(monotonic);
+  EXPECT_EQ(tally.get(), conveyor::testing::expected_tally(items));
+  EXPECT_EQ(sample(final_response.body, sent), static_cast<double>(items));
+  std::printf("%d scrapes while %llu items went through\n", scrapes,
+              static_cast<unsigned long long>(items));
+}
+
+}  // namespace

@@ -1,0 +1,201 @@
+// The exporter against the real tools: examples/metrics_service runs as its own process, its
+// exposition passes `promtool check metrics`, and a real Prometheus server (Debian's `prometheus`)
+// scrapes it every second and computes the rate the example was told to produce. Everything runs
+// on loopback, every wait has a deadline, and every process and file is cleaned up.
+#include <gtest/gtest.h>
+
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "child_process.hpp"
+#include "http_get.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::testing::ChildProcess;
+using conveyor::testing::http_get;
+using conveyor::testing::Watchdog;
+using namespace std::chrono_literals;
+
+constexpr double rate = 2000;  // readings per second asked of the example
+
+// A fresh directory under the system's temporary one, removed with everything in it.
+class TemporaryDirectory {
+ public:
+  TemporaryDirectory()
+      : path_(std::filesystem::temp_directory_path() /
+              ("conveyor-prometheus-" + std::to_string(::getpid()) + "-" +
+               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))) {
+    std::filesystem::create_directories(path_);
+  }
+  TemporaryDirectory(const TemporaryDirectory&) = delete;
+  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
+  ~TemporaryDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A loopback port that was free a moment ago (Prometheus cannot be told to pick one itself).
+std::uint16_t free_port() {
+  boost::asio::io_context context;
+  boost::asio::ip::tcp::acceptor acceptor(context, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  return acceptor.local_endpoint().port();
+}
+
+// The example, started on a free port; `port` is the one it printed.
+struct Example {
+  explicit Example(const std::filesystem::path& logs)
+      : process({CONVEYOR_METRICS_SERVICE, "--listen", "127.0.0.1:0", "--rate",
+                 std::to_string(static_cast<int>(rate))},
+                (logs / "metrics_service.log").string()) {
+    const auto line = process.read_line(30s);
+    const std::string prefix = "serving metrics on http://127.0.0.1:";
+    if (!line || line->rfind(prefix, 0) != 0) {
+      throw std::runtime_error("metrics_service did not say where it serves: " +
+                               line.value_or("(nothing)"));
+    }
+    port = static_cast<std::uint16_t>(std::stoi(line->substr(prefix.size())));
+  }
+  ChildProcess process;
+  std::uint16_t port = 0;
+};
+
+std::string url_encode(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+      out += escaped;
+    }
+  }
+  return out;
+}
+
+// The value of the first series an instant query returns, or nullopt when it returns none.
+std::optional<double> query(std::uint16_t port, const std::string& promql) {
+  const auto response = http_get(port, "/api/v1/query?query=" + url_encode(promql));
+  if (response.status != 200) return std::nullopt;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element document = parser.parse(response.body);
+  for (const simdjson::dom::element series : document["data"]["result"].get_array()) {
+    const std::string_view value = series["value"].at(1).get_string();
+    return std::stod(std::string(value));
+  }
+  return std::nullopt;
+}
+
+// Polls `ready` every 200 ms until it holds or `timeout` passes.
+template <class Predicate>
+bool eventually(std::chrono::seconds timeout, Predicate ready) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (ready()) return true;
+    } catch (const std::exception&) {
+      // not up yet
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return false;
+}
+
+TEST(MetricsServiceProcess, ItsExpositionPassesPromtoolAndSigtermDrainsIt) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  TemporaryDirectory directory;
+  Example example(directory.path());
+  ASSERT_TRUE(eventually(10s, [&] { return http_get(example.port, "/readyz").status == 200; }));
+
+  const auto metrics = http_get(example.port, "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  const auto exposition = directory.path() / "metrics.txt";
+  std::ofstream(exposition) << metrics.body;
+  const std::string check = std::string(CONVEYOR_PROMTOOL) + " check metrics < " +
+                            exposition.string() + " > " +
+                            (directory.path() / "promtool.log").string() + " 2>&1";
+  const int status = std::system(check.c_str());  // NOLINT(concurrency-mt-unsafe): one thread
+  std::ifstream log(directory.path() / "promtool.log");
+  const std::string complaints((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_EQ(status, 0) << complaints;
+  EXPECT_EQ(complaints, "");  // promtool also lists lint problems, with status 0 for some
+
+  EXPECT_EQ(example.process.stop(SIGTERM, 20s), 0) << "it should drain and exit 0";
+}
+
+TEST(MetricsServiceProcess, ARealPrometheusScrapesItAndSeesTheConfiguredRate) {
+  Watchdog watchdog(std::chrono::seconds(180));
+  TemporaryDirectory directory;
+  Example example(directory.path());
+
+  const std::uint16_t prometheus_port = free_port();
+  const auto config = directory.path() / "prometheus.yml";
+  const std::string deploy = CONVEYOR_DEPLOY_DIR;
+  std::ofstream(config) << "global:\n"
+                           "  scrape_interval: 1s\n"
+                           "  evaluation_interval: 1s\n"
+                           "rule_files:\n"
+                           "  - "
+                        << deploy << "/recording_rules.yml\n  - " << deploy
+                        << "/alerting_rules.yml\n"
+                           "scrape_configs:\n"
+                           "  - job_name: conveyor\n"
+                           "    static_configs:\n"
+                           "      - targets: [\"127.0.0.1:"
+                        << example.port << "\"]\n";
+  ChildProcess prometheus(
+      {CONVEYOR_PROMETHEUS, "--config.file=" + config.string(),
+       "--storage.tsdb.path=" + (directory.path() / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=warn"},
+      (directory.path() / "prometheus.log").string());
+  ASSERT_TRUE(eventually(60s, [&] { return http_get(prometheus_port, "/-/ready").status == 200; }))
+      << "Prometheus did not become ready; see its log";
+
+  // Six scrapes: the 5 s window below is then covered by samples from end to end.
+  ASSERT_TRUE(eventually(60s, [&] {
+    return query(prometheus_port, "count_over_time(up{job=\"conveyor\"}[1m])").value_or(0) >= 6;
+  })) << "Prometheus did not scrape the example";
+  EXPECT_EQ(query(prometheus_port, "min_over_time(up{job=\"conveyor\"}[1m])"), 1.0)
+      << "a scrape failed";
+
+  const auto measured =
+      query(prometheus_port,
+            "rate(conveyor_stage_items_sent_total{job=\"conveyor\",stage=\"readings\"}[5s])");
+  ASSERT_TRUE(measured.has_value());
+  std::printf("Prometheus measured %.1f items per second (the example was told %.0f)\n", *measured,
+              rate);
+  EXPECT_GT(*measured, 0.0);
+  EXPECT_LT(std::abs(*measured - rate) / rate, 0.25)
+      << "Prometheus measured " << *measured << " items per second; the example was told " << rate;
+
+  // The recording rules load and evaluate on the live series.
+  EXPECT_TRUE(eventually(30s, [&] {
+    return query(prometheus_port, "conveyor:stage_items_sent:rate1m{stage=\"readings\"}")
+               .value_or(0) > 0;
+  }));
+
+  EXPECT_EQ(example.process.stop(SIGTERM, 20s), 0);
+  EXPECT_EQ(prometheus.stop(SIGTERM, 30s), 0);
+}
+
+}  // namespace
