@@ -3,14 +3,20 @@
 // does trivial work (the framework's overhead is what is measured) or about 2 us of hashing per
 // item (how close the pipeline gets to two cores' worth against a single-threaded loop).
 //
+// With CONVEYOR_BENCH_PROMETHEUS, the 3-stage workload also runs with the Prometheus exporter
+// attached (a PipelineMetrics observer behind a MetricsServer on loopback) while a client scrapes
+// /metrics ten times a second, against the same workload without it.
+//
 // Every run checks the sum, so a pipeline that loses or duplicates an item reports an error
 // instead of a time. Options: those of bench_main.hpp and Google Benchmark's own.
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +24,12 @@
 
 #include "bench_main.hpp"
 #include "conveyor/framework.hpp"
+
+#ifdef CONVEYOR_BENCH_PROMETHEUS
+#include "conveyor/prometheus/metrics_server.hpp"
+#include "conveyor/prometheus/pipeline_metrics.hpp"
+#include "http_get.hpp"
+#endif
 
 namespace conveyor::bench {
 namespace {
@@ -81,16 +93,24 @@ void finish(benchmark::State& state, std::uint64_t items, std::uint64_t sum, std
       seconds * 1e9 / (static_cast<double>(items * state.iterations()) * hops);
 }
 
-template <std::uint64_t (*Work)(std::uint64_t)>
+// What the exporter benchmark attaches to every pipeline: nothing, by default.
+struct NoObserver {
+  void attach(Pipeline& /*pipeline*/) {}
+  [[nodiscard]] bool healthy() const { return true; }
+};
+
+template <std::uint64_t (*Work)(std::uint64_t), class Attached = NoObserver>
 void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
                        std::size_t capacity) {
   const std::uint64_t expected = expected_sum(items, Work);
   std::uint64_t sum = 0;
   double seconds = 0;
+  Attached attached;
   for (auto _ : state) {
     sum = 0;
     const auto start = std::chrono::steady_clock::now();
     Pipeline p({.name = "bench"});
+    attached.attach(p);
     p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
       if (next == items) return std::nullopt;
       return next++;
@@ -104,8 +124,52 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
     p.run();
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  if (!attached.healthy()) {
+    state.SkipWithError("a scrape of /metrics failed");
+    return;
+  }
   finish(state, items, sum, expected, seconds);
 }
+
+#ifdef CONVEYOR_BENCH_PROMETHEUS
+// The exporter as a service runs it: metrics served on loopback and scraped ten times a second
+// (Prometheus's default is every 15 s) for as long as the benchmark runs.
+class Exporter {
+ public:
+  Exporter() : server_({.listen = "127.0.0.1:0"}) {
+    server_.add(metrics_);
+    scraper_ = std::thread([this] {
+      while (!done_.load(std::memory_order_acquire)) {
+        try {
+          const auto response = conveyor::testing::http_get(server_.port(), "/metrics");
+          if (response.status != 200) failed_scrapes_.fetch_add(1, std::memory_order_relaxed);
+        } catch (const std::exception&) {
+          failed_scrapes_.fetch_add(1, std::memory_order_relaxed);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
+  Exporter(const Exporter&) = delete;
+  Exporter& operator=(const Exporter&) = delete;
+  ~Exporter() {
+    done_.store(true, std::memory_order_release);
+    scraper_.join();
+  }
+  void attach(Pipeline& pipeline) { pipeline.add_observer(metrics_); }
+  [[nodiscard]] bool healthy() const {
+    return failed_scrapes_.load(std::memory_order_relaxed) == 0;
+  }
+
+ private:
+  std::shared_ptr<prometheus::PipelineMetrics> metrics_ =
+      std::make_shared<prometheus::PipelineMetrics>();
+  prometheus::MetricsServer server_;
+  std::atomic<bool> done_{false};
+  std::atomic<int> failed_scrapes_{0};
+  std::thread scraper_;
+};
+#endif
 
 template <std::uint64_t (*Work)(std::uint64_t)>
 void tbb_pipeline(benchmark::State& state, std::uint64_t items, std::size_t tokens) {
@@ -160,6 +224,14 @@ void register_benchmarks() {
                           trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
                           trivial_items, std::size_t{64}, std::size_t{64}));
+#ifdef CONVEYOR_BENCH_PROMETHEUS
+  timed(RegisterBenchmark("pipeline/3_stages/conveyor_with_exporter",
+                          conveyor_pipeline<trivial_work, Exporter>, trivial_items, std::size_t{1},
+                          std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_with_exporter",
+                          conveyor_pipeline<trivial_work, Exporter>, trivial_items, std::size_t{64},
+                          std::size_t{64}));
+#endif
   for (std::size_t tokens : {2U, 4U, 8U, 16U, 64U}) {
     timed(RegisterBenchmark(("pipeline/3_stages/tbb_tokens_" + std::to_string(tokens)).c_str(),
                             tbb_pipeline<trivial_work>, trivial_items, tokens));
@@ -189,6 +261,11 @@ std::vector<Comparison> comparisons() {
        "pipeline/cpu_heavy/single_thread", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/tbb_tokens_*",
        throughput, std::nullopt},
+      {"3 stages, with the exporter scraped 10x/s", "pipeline/3_stages/conveyor_with_exporter",
+       "pipeline/3_stages/conveyor", throughput, 0.95},
+      {"3 stages batched, with the exporter scraped 10x/s",
+       "pipeline/3_stages_batched/conveyor_with_exporter", "pipeline/3_stages_batched/conveyor",
+       throughput, 0.95},
   };
 }
 

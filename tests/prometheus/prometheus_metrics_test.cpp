@@ -114,6 +114,37 @@ TEST(PipelineMetricsTest, EveryCounterEqualsThePipelinesOwnStats) {
             20'000.0 - 2858.0 - *sample(text, "conveyor_group_lock_aces_total" + lock));
 }
 
+TEST(PipelineMetricsTest, RunsOfTheSameNameShareOneSetOfSeriesWhoseCountersAddUp) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  const auto run = [&](std::uint64_t items) {
+    Pipeline p({.name = "job"});
+    p.add_observer(metrics);
+    p.source(count_to(items)) | sink([](std::uint64_t) {}, {.name = "drop"});
+    p.run();
+  };
+  run(1000);
+  run(2000);
+  // Two at once, as a service that runs jobs side by side would.
+  std::thread other([&] { run(300); });
+  run(400);
+  other.join();
+
+  const std::string text = exposition(*metrics);
+  EXPECT_EQ(sample(text, "conveyor_stage_items_sent_total" + labels("job", "source")), 3700.0);
+  EXPECT_EQ(sample(text, "conveyor_stage_items_received_total" + labels("job", "drop")), 3700.0);
+  EXPECT_EQ(sample(text, "conveyor_stage_item_duration_seconds_count" + labels("job", "drop")),
+            3700.0);
+  // One series per name: a second would make the exposition invalid.
+  std::size_t series = 0;
+  for (std::size_t at = text.find("conveyor_pipeline_running{"); at != std::string::npos;
+       at = text.find("conveyor_pipeline_running{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 1U);
+  EXPECT_EQ(metrics->snapshot().size(), 1U);
+}
+
 TEST(PipelineMetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {
   Watchdog watchdog;
   auto metrics = std::make_shared<PipelineMetrics>();

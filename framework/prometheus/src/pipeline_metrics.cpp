@@ -1,6 +1,7 @@
 // PipelineMetrics: pipeline statistics turned into Prometheus metric families at scrape time.
 #include "conveyor/prometheus/pipeline_metrics.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
@@ -144,29 +145,84 @@ std::vector<MetricFamily> families_of(const std::vector<PipelineStats>& pipeline
   return result;
 }
 
+namespace {
+
+// Adds a run's counters and histograms into `total`; its gauges replace total's.
+void accumulate(DurationHistogram& total, const DurationHistogram& more) {
+  for (std::size_t i = 0; i < total.counts.size(); ++i)
+    total.counts[i] += more.counts[i];
+  total.count += more.count;
+  total.sum_seconds += more.sum_seconds;
+}
+
+void accumulate(StageStats& total, const StageStats& run) {
+  total.items_in += run.items_in;
+  total.items_out += run.items_out;
+  total.errors += run.errors;
+  total.busy_seconds += run.busy_seconds;
+  total.blocked_push_seconds += run.blocked_push_seconds;
+  total.blocked_pop_seconds += run.blocked_pop_seconds;
+  accumulate(total.item_duration, run.item_duration);
+  total.mode = run.mode;
+  total.workers = run.workers;
+  total.channel_depth = run.channel_depth;
+  total.channel_capacity = run.channel_capacity;
+}
+
+void accumulate(PipelineStats& total, const PipelineStats& run) {
+  for (const StageStats& stage : run.stages) {
+    auto same = std::find_if(total.stages.begin(), total.stages.end(),
+                             [&](const StageStats& each) { return each.name == stage.name; });
+    if (same == total.stages.end()) {
+      total.stages.push_back(stage);
+    } else {
+      accumulate(*same, stage);
+    }
+  }
+  total.name = run.name;
+  total.state = run.state;
+  total.elapsed_seconds = run.elapsed_seconds;
+  if (!run.resources.empty()) total.resources = run.resources;
+}
+
+}  // namespace
+
 void PipelineMetrics::on_start(const Pipeline& pipeline) {
   std::lock_guard lock(mutex_);
-  pipelines_.push_back(Watched{&pipeline, {}});
+  for (Series& series : series_) {
+    if (series.name == pipeline.name()) {
+      series.live.push_back(&pipeline);
+      return;
+    }
+  }
+  series_.push_back(Series{pipeline.name(), {}, {&pipeline}});
 }
 
 void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& stats,
                                 const std::exception_ptr& /*error*/) {
   std::lock_guard lock(mutex_);
-  for (Watched& watched : pipelines_) {
-    if (watched.live == &pipeline) {
-      watched.live = nullptr;
-      watched.final_stats = stats;
-      return;
+  for (Series& series : series_) {
+    const auto live = std::find(series.live.begin(), series.live.end(), &pipeline);
+    if (live == series.live.end()) continue;
+    series.live.erase(live);
+    if (!series.finished.has_value()) {
+      series.finished = stats;
+    } else {
+      accumulate(*series.finished, stats);
     }
+    return;
   }
 }
 
 std::vector<PipelineStats> PipelineMetrics::snapshot() const {
   std::lock_guard lock(mutex_);
   std::vector<PipelineStats> result;
-  result.reserve(pipelines_.size());
-  for (const Watched& watched : pipelines_) {
-    result.push_back(watched.live != nullptr ? watched.live->stats() : watched.final_stats);
+  result.reserve(series_.size());
+  for (const Series& series : series_) {
+    PipelineStats total = series.finished.value_or(PipelineStats{});
+    for (const Pipeline* live : series.live)
+      accumulate(total, live->stats());
+    result.push_back(std::move(total));
   }
   return result;
 }
@@ -178,10 +234,11 @@ std::vector<MetricFamily> PipelineMetrics::Collect() const {
 bool PipelineMetrics::ready() const {
   std::lock_guard lock(mutex_);
   bool any = false;
-  for (const Watched& watched : pipelines_) {
-    if (watched.live == nullptr) continue;
-    if (watched.live->state() != PipelineState::running) return false;
-    any = true;
+  for (const Series& series : series_) {
+    for (const Pipeline* live : series.live) {
+      if (live->state() != PipelineState::running) return false;
+      any = true;
+    }
   }
   return any;
 }

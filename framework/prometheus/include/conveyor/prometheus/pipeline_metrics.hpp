@@ -11,12 +11,20 @@
 // histogram), per channel (depth, capacity), per shared resource and group (lock waits, aces).
 // Every series carries the labels `pipeline` and `stage` (or `resource` and `group`) only.
 //
+// Pipelines are told apart by name. Runs of the same name, one after another or at once, share
+// their series: the counters and histograms add up over the runs (so a service that runs a fresh
+// pipeline per job keeps monotonic counters), while the gauges (running, elapsed, workers, channel
+// depth and capacity) and the shared resources' figures (which are the resource's own, over its
+// lifetime) come from the latest run.
+//
 // Contract: thread-safe. An observer callback and a scrape may run at once; the pipeline is only
 // asked for statistics between its `on_start` and `on_finish`.
 #pragma once
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <prometheus/collectable.h>
@@ -43,13 +51,15 @@ class PipelineMetrics final : public ::prometheus::Collectable, public Observer 
   [[nodiscard]] bool ready() const;
 
  private:
-  struct Watched {
-    const Pipeline* live = nullptr;  // null once finished
-    PipelineStats final_stats;
+  // The pipelines of one name: their series are one.
+  struct Series {
+    std::string name;
+    std::optional<PipelineStats> finished;  // the runs that finished, summed
+    std::vector<const Pipeline*> live;      // the runs that have not
   };
 
   mutable std::mutex mutex_;
-  std::vector<Watched> pipelines_;
+  std::vector<Series> series_;
 };
 
 // The metric families of some pipelines' statistics (what PipelineMetrics::Collect() returns).
