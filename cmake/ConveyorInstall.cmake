@@ -3,8 +3,8 @@
 #   target_link_libraries(app PRIVATE conveyor::sync)   # or conveyor::framework, conveyor::prometheus
 include(CMakePackageConfigHelpers)
 
-set(installed_targets conveyor_sync conveyor_framework)
-set(installed_headers sync/include/conveyor framework/include/conveyor)
+set(installed_targets conveyor_sync conveyor_framework conveyor_stages)
+set(installed_headers sync/include/conveyor framework/include/conveyor stages/include/conveyor)
 set(CONVEYOR_WITH_PROMETHEUS OFF)
 if(TARGET conveyor_prometheus)
   set(CONVEYOR_WITH_PROMETHEUS ON)

@@ -1,0 +1,149 @@
+// log-ingest: turns log files into clean JSON records, dead letters and a summary.
+//
+//   log-ingest run                                  the embedded sample (200k lines)
+//   log-ingest run --input access.log --where 'status>=500'
+//   log-ingest generate --lines 1000000 > big.log   the sample generator, for benchmarks
+//   log-ingest --version
+//
+// Exit status: 0 when the run finished (rejected lines are reported, not failures); 1 for an I/O
+// error (a missing file is named); 2 for a bad command line or filter expression.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "conveyor/stages/record.hpp"
+#include "run.hpp"
+#include "sample.hpp"
+
+#ifndef CONVEYOR_VERSION
+#define CONVEYOR_VERSION "unknown"
+#endif
+
+namespace {
+
+using conveyor::log_ingest::RunOptions;
+using conveyor::log_ingest::SampleFormat;
+
+constexpr const char* examples = R"(
+Examples:
+  log-ingest run                                   # the embedded sample: a summary table
+  log-ingest run --input /var/log/apache2/access.log --where 'status>=500'
+  log-ingest run --input a.log --input b.log.gz --output - --summary none
+  log-ingest run --input app.jsonl --format json --fields time,path,status,duration
+  log-ingest run --input /var/log/auth.log --where 'program==sshd and message~Failed'
+  zcat old.log.gz | log-ingest run --input - --progress
+  log-ingest generate --lines 5000000 --format json > big.jsonl
+See docs/log-ingest.md for the formats, the filter language and the summary.)";
+
+int generate(std::uint64_t lines, std::uint64_t seed, const std::string& format,
+             const std::string& output) {
+  std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "wb");
+  if (out == nullptr) {
+    std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
+    return 1;
+  }
+  conveyor::log_ingest::SampleGenerator generator(
+      {.lines = lines,
+       .seed = seed,
+       .format = format == "json" ? SampleFormat::json : SampleFormat::combined});
+  std::string buffer;
+  bool more = true;
+  while (more) {
+    buffer.clear();
+    while (buffer.size() < (1U << 20U) && (more = generator.next(buffer))) {
+    }
+    if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size()) {
+      std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
+      return 1;
+    }
+  }
+  if (out != stdout) std::fclose(out);
+  return 0;
+}
+
+int main_guarded(int argc, char** argv) {
+  CLI::App app{"log-ingest: logs in, clean JSON records, dead letters and a summary out"};
+  app.footer(examples);
+  app.set_version_flag("--version", std::string("log-ingest (conveyor) ") + CONVEYOR_VERSION);
+  app.require_subcommand(1);
+
+  RunOptions run;
+  std::string format = "auto";
+  CLI::App* run_command =
+      app.add_subcommand("run", "Ingest logs (the embedded sample if no --input)");
+  run_command->add_option("-i,--input", run.inputs,
+                          "A log file, gzip or not; - for stdin (repeatable)");
+  run_command->add_option("-f,--format", format, "Input format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "common", "combined", "json", "syslog"}));
+  run_command->add_option(
+      "-w,--where", run.where,
+      "Keep records that match, e.g. 'status>=500 and path~^/api' (repeatable: all must match)");
+  run_command->add_option("--fields", run.fields, "Fields of the records written, in order")
+      ->delimiter(',');
+  run_command->add_option(
+      "-o,--output", run.output,
+      "Records as JSON lines: FILE, - (stdout) or none [default: OUT_DIR/records.jsonl]");
+  run_command->add_option("--summary", run.summary,
+                          "Summary as JSON: FILE, - or none [default: OUT_DIR/summary.json]");
+  run_command->add_option("--dead-letter", run.dead_letter,
+                          "Rejected lines: FILE, - or none [default: OUT_DIR/dead-letters.jsonl]");
+  run_command->add_option("--out-dir", run.out_dir, "Where the default outputs go")
+      ->capture_default_str();
+  run_command
+      ->add_option("--workers", run.workers, "Parse and aggregation workers (0: one per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 256));
+  run_command->add_flag("--progress", run.progress,
+                        "A progress bar on stderr (when it is a terminal)");
+  run_command->add_option("--metrics-listen", run.metrics_listen,
+                          "Serve Prometheus metrics while running, on HOST:PORT");
+  run_command->add_option("--top", run.top, "Entries in the summary's top lists")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  run_command->add_option("--sample-lines", run.sample_lines, "Lines of the embedded sample")
+      ->capture_default_str();
+  run_command
+      ->add_option("--max-line-length", run.max_line_length, "Longer lines are dead-lettered")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 30U));
+  run_command->add_flag("-q,--quiet", run.quiet, "No summary table on the terminal");
+
+  std::uint64_t lines = 200'000;
+  std::uint64_t seed = 42;
+  std::string sample_format = "combined";
+  std::string sample_output = "-";
+  CLI::App* generate_command =
+      app.add_subcommand("generate", "Write the sample generator's log (for tests and benchmarks)");
+  generate_command->add_option("--lines", lines, "Lines to write")->capture_default_str();
+  generate_command->add_option("--seed", seed, "Random seed: the same seed, the same bytes")
+      ->capture_default_str();
+  generate_command->add_option("--format", sample_format, "Log format")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"combined", "json"}));
+  generate_command->add_option("-o,--output", sample_output, "File, or - for stdout")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;
+  }
+  if (*generate_command) return generate(lines, seed, sample_format, sample_output);
+  run.format = *conveyor::stages::parse_format(format);
+  return conveyor::log_ingest::run_ingest(run);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return main_guarded(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "log-ingest: unknown error\n");
+  }
+  return 1;
+}

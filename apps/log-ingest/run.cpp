@@ -1,0 +1,281 @@
+// The log-ingest pipeline:
+//
+//   read (source) -> parse (parallel) -> write (serial, in order) -> aggregate (parallel, by
+//   partition) -> summary (serial)
+//
+// `read` makes chunks of whole lines; `parse` turns each into records, dead letters and JSON
+// text; `write` writes those in the input's order and hands each partition of records to the
+// aggregation worker that owns it; `summary` merges the workers' partial summaries at the end.
+#include "run.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "conveyor/framework.hpp"
+#include "conveyor/stages/aggregate_stage.hpp"
+#include "conveyor/stages/file_source.hpp"
+#include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/memory_source.hpp"
+#include "conveyor/stages/parse_stage.hpp"
+#include "conveyor/stages/summary.hpp"
+#include "conveyor/stages/write_stage.hpp"
+#include "progress.hpp"
+#include "sample.hpp"
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+#include "conveyor/prometheus/metrics_server.hpp"
+#include "conveyor/prometheus/pipeline_metrics.hpp"
+#endif
+
+namespace conveyor::log_ingest {
+
+namespace {
+
+namespace fs = std::filesystem;
+using stages::Chunk;
+
+std::atomic<Pipeline*> interrupted_pipeline{nullptr};
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  interrupted.store(true, std::memory_order_relaxed);
+  if (Pipeline* pipeline = interrupted_pipeline.load(std::memory_order_acquire)) {
+    pipeline->request_stop();  // lock-free: sets a bit and wakes the workers
+  }
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+// An output path as the options give it: "" means the default in out_dir.
+struct Destination {
+  std::string path;  // "-" is stdout; empty is none
+  bool is_default = false;
+};
+
+Destination destination(const std::string& given, const std::string& out_dir,
+                        const char* default_name) {
+  if (given == "none") return {};
+  if (given.empty()) return {(fs::path(out_dir) / default_name).string(), true};
+  return {given, false};
+}
+
+stages::OutputFile open_output(const Destination& where) {
+  if (where.path.empty()) return {};
+  if (where.path == "-") return {stdout, "stdout", 0};
+  if (where.is_default || fs::path(where.path).has_parent_path()) {
+    std::error_code ignored;
+    fs::create_directories(fs::path(where.path).parent_path(), ignored);
+  }
+  std::FILE* file = std::fopen(where.path.c_str(), "wb");
+  if (file == nullptr) {
+    throw stages::InputError("cannot write '" + where.path +
+                             "': " + std::generic_category().message(errno));
+  }
+  return {file, where.path, 0};
+}
+
+void close_output(stages::OutputFile& output) {
+  if (output.file == nullptr) return;
+  if (output.file == stdout) {
+    std::fflush(stdout);
+  } else if (std::fclose(output.file) != 0) {
+    output.file = nullptr;
+    throw std::runtime_error("cannot finish writing '" + output.name + "'");
+  }
+  output.file = nullptr;
+}
+
+int bad_filter(const std::vector<std::string>& texts, const stages::FilterError& error) {
+  // Which expression it was: the first one that does not parse on its own.
+  for (const std::string& text : texts) {
+    try {
+      (void)stages::Filter::parse(text);
+    } catch (const stages::FilterError& own) {
+      std::fprintf(stderr, "log-ingest: bad --where expression: %s\n  %s\n  %*s^\n", own.what(),
+                   text.c_str(), static_cast<int>(own.position()), "");
+      return 2;
+    }
+  }
+  std::fprintf(stderr, "log-ingest: bad --where expression: %s\n", error.what());
+  return 2;
+}
+
+}  // namespace
+
+int run_ingest(const RunOptions& options) {
+  std::shared_ptr<stages::ParseConfig> config = std::make_shared<stages::ParseConfig>();
+  try {
+    config->filter = stages::Filter::parse_all(options.where);
+  } catch (const stages::FilterError& error) {
+    return bad_filter(options.where, error);
+  }
+  const std::size_t workers =
+      options.workers != 0 ? options.workers : std::max(1U, std::thread::hardware_concurrency());
+  config->projection.fields = options.fields;
+  config->max_line_length = options.max_line_length;
+  config->partitions = workers * 4;
+  {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    config->syslog_year = utc.tm_year + 1900;
+  }
+
+  // The source: the files, or the embedded sample.
+  const stages::FileSourceOptions source_options{options.chunk_size, options.max_line_length,
+                                                 options.format};
+  std::unique_ptr<stages::FileSource> files;
+  std::unique_ptr<stages::MemorySource> sample;
+  try {
+    if (options.inputs.empty()) {
+      sample = std::make_unique<stages::MemorySource>(
+          "(embedded sample)", make_sample({.lines = options.sample_lines}), source_options);
+    } else {
+      files = std::make_unique<stages::FileSource>(options.inputs, source_options);
+    }
+  } catch (const stages::InputError& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    return 1;
+  }
+
+  auto outputs = std::make_shared<stages::Outputs>();
+  const Destination records_to = destination(options.output, options.out_dir, "records.jsonl");
+  const Destination summary_to = destination(options.summary, options.out_dir, "summary.json");
+  const Destination dead_to =
+      destination(options.dead_letter, options.out_dir, "dead-letters.jsonl");
+  try {
+    outputs->records = open_output(records_to);
+    outputs->dead_letters = open_output(dead_to);
+  } catch (const stages::InputError& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    close_output(outputs->records);
+    return 1;
+  }
+  config->write_records = outputs->records.file != nullptr;
+  config->write_dead_letters = outputs->dead_letters.file != nullptr;
+
+  std::vector<std::shared_ptr<const stages::Input>> inputs_seen;
+  const auto next_chunk = [&]() -> std::optional<Chunk> {
+    std::optional<Chunk> chunk = files ? files->next() : sample->next();
+    if (chunk && (inputs_seen.empty() || inputs_seen.back() != chunk->input)) {
+      inputs_seen.push_back(chunk->input);
+    }
+    return chunk;
+  };
+
+  Pipeline pipeline({.name = "log-ingest", .sample_interval = std::chrono::milliseconds(200)});
+  if (options.progress) {
+    pipeline.add_observer(std::make_shared<ProgressBar>(
+        [&] { return files ? files->bytes_read() : sample->bytes_read(); },
+        [&] { return files ? files->bytes_total() : sample->bytes_total(); }));
+  }
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  std::unique_ptr<prometheus::MetricsServer> server;
+  if (!options.metrics_listen.empty()) {
+    try {
+      server = std::make_unique<prometheus::MetricsServer>(
+          prometheus::MetricsServerOptions{.listen = options.metrics_listen});
+    } catch (const prometheus::MetricsServerError& error) {
+      std::fprintf(stderr, "log-ingest: %s\n", error.what());
+      return 1;
+    }
+    auto metrics = std::make_shared<prometheus::PipelineMetrics>();
+    server->add(metrics);
+    server->set_readiness([metrics] { return metrics->ready(); });
+    pipeline.add_observer(metrics);
+    std::fprintf(stderr, "log-ingest: serving metrics on http://%s/metrics\n",
+                 server->address().c_str());
+  }
+#else
+  if (!options.metrics_listen.empty()) {
+    std::fprintf(stderr, "log-ingest: built without prometheus-cpp: --metrics-listen is ignored\n");
+  }
+#endif
+
+  stages::Summary summary;
+  pipeline.source(next_chunk, {.name = "read"}) |
+      stage(stages::ParseStage(config), {.name = "parse",
+                                         .mode = Mode::parallel,
+                                         .workers = workers,
+                                         .channel = Channel::queue(2)}) |
+      stage(stages::WriteStage(outputs),
+            {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
+      stage(stages::AggregateStage{}, {.name = "aggregate",
+                                       .mode = Mode::parallel,
+                                       .workers = workers,
+                                       .channel = Channel::queue(16),
+                                       .dispatch = Dispatch::by_key(&stages::Slice::partition)}) |
+      sink([&summary](stages::Summary partial) { summary.merge(std::move(partial)); },
+           {.name = "summary"});
+
+  interrupted.store(false, std::memory_order_relaxed);
+  interrupted_pipeline.store(&pipeline, std::memory_order_release);
+  const auto previous = std::signal(SIGINT, on_interrupt);
+  int status = 0;
+  try {
+    pipeline.run();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    status = 1;
+  }
+  interrupted_pipeline.store(nullptr, std::memory_order_release);
+  std::signal(SIGINT, previous);
+
+  try {
+    close_output(outputs->records);
+    close_output(outputs->dead_letters);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    status = 1;
+  }
+  if (status != 0) return status;
+
+  const PipelineStats stats = pipeline.stats();
+  summary.partial = interrupted.load(std::memory_order_relaxed);
+  summary.elapsed_seconds = stats.elapsed_seconds;
+  summary.input_bytes = files ? files->bytes_read() : sample->bytes_total();
+  for (const auto& input : inputs_seen) {
+    summary.inputs.push_back(
+        {input->name, std::string(stages::to_string(input->format)), input->gzip});
+  }
+
+  if (!summary_to.path.empty()) {
+    try {
+      stages::OutputFile file = open_output(summary_to);
+      const std::string json = summary.to_json(options.top);
+      std::fwrite(json.data(), 1, json.size(), file.file);
+      close_output(file);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "log-ingest: %s\n", error.what());
+      return 1;
+    }
+  }
+
+  if (!options.quiet) {
+    std::FILE* terminal = records_to.path == "-" || summary_to.path == "-" ? stderr : stdout;
+    const std::string table = summary.to_table(options.top);
+    std::fputs(table.c_str(), terminal);
+    std::fputs("\n", terminal);
+    const auto where = [&](const char* what, const Destination& to, const std::string& detail) {
+      if (to.path.empty()) return;
+      std::fprintf(terminal, "  %-13s %s%s\n", what, to.path == "-" ? "stdout" : to.path.c_str(),
+                   detail.c_str());
+    };
+    where("records", records_to, " (" + std::to_string(summary.counts.records) + " records)");
+    where("dead letters", dead_to, " (" + std::to_string(summary.counts.rejected) + " lines)");
+    where("summary", summary_to, "");
+    std::fflush(terminal);
+  }
+  return 0;
+}
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,44 @@
+// Chunk: a run of whole lines read from one input, the unit that travels from the source to the
+// parsers. Lines are split out of it without copying (line_splitter.hpp), and the records parsed
+// from it point into its text, so it lives as long as they do (see batch.hpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conveyor/stages/record.hpp"
+
+namespace conveyor::stages {
+
+// One input (a file, or stdin as "-"), shared by the chunks read from it.
+struct Input {
+  std::string name;
+  std::size_t index = 0;                // position on the command line
+  Format format = Format::auto_detect;  // resolved from the first chunk when auto
+  bool gzip = false;
+};
+
+// A line the source dropped because it was longer than the limit: only its beginning is kept, so
+// memory stays bounded however long the line is.
+struct OverlongLine {
+  std::uint64_t line = 0;    // 1-based line number in its input
+  std::uint64_t offset = 0;  // byte offset of its first byte in the (decompressed) input
+  std::uint64_t length = 0;  // its length without the newline
+  std::string head;          // its first bytes
+};
+
+inline constexpr std::size_t read_ahead_padding = 64;
+
+struct Chunk {
+  std::shared_ptr<const Input> input;
+  // Whole lines, each ending in '\n', except maybe the last line of an input. Sources reserve
+  // `read_ahead_padding` bytes of capacity after them, for parsers that read ahead (simdjson).
+  std::string text;
+  std::uint64_t first_line = 1;        // 1-based number of text's first line in its input
+  std::uint64_t offset = 0;            // byte offset of text in the (decompressed) input
+  std::vector<OverlongLine> overlong;  // dropped just before this chunk's text
+};
+
+}  // namespace conveyor::stages

@@ -1,0 +1,40 @@
+// JSON text for records and dead letters, written by hand into a std::string for speed.
+//
+// Strings are escaped as JSON requires, and bytes that are not valid UTF-8 become U+FFFD, so that
+// every line written is valid JSON whatever the input held (NUL bytes, binary garbage).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "conveyor/stages/chunk.hpp"
+#include "conveyor/stages/record.hpp"
+
+namespace conveyor::stages {
+
+// Appends `text` as a JSON string, quotes included.
+void append_json_string(std::string& out, std::string_view text);
+
+// The fields a record is written with, in order (`--fields`); empty means every field it has.
+// Known names: time, timestamp, host, user, method, path, protocol, status, bytes, referrer,
+// agent, duration, facility, severity, program, pid, message, input, line; any other name is a
+// field that the format kept.
+struct Projection {
+  std::vector<std::string> fields;
+};
+
+// Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text.
+void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
+                   const Projection& projection);
+
+// Appends one dead-letter line: {"input","line","offset","reason","length","raw"}.
+void append_dead_letter(std::string& out, const Input& input, std::uint64_t line,
+                        std::uint64_t offset, std::string_view reason, std::uint64_t length,
+                        std::string_view raw);
+
+// "2015-05-17T10:05:03Z"
+std::string format_time(std::int64_t seconds);
+
+}  // namespace conveyor::stages

@@ -1,0 +1,49 @@
+// ParseStage: Chunk -> Batch. Splits the chunk into lines without copying, parses each with the
+// input's format, applies the filter, renders kept records as JSON lines (when asked to) and
+// rejected lines as dead letters, and partitions the records for aggregation.
+//
+//   conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel, .workers = n})
+//
+// Blank lines are counted and skipped. A line longer than `max_line_length` is rejected (the
+// source already drops those that do not fit in a chunk). Bad lines never stop the stage.
+//
+// Contract: each parallel worker gets its own copy (a copy has its own JSON parser); the config is
+// shared and immutable.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "conveyor/stages/batch.hpp"
+#include "conveyor/stages/chunk.hpp"
+#include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/json_writer.hpp"
+#include "conveyor/stages/parsers.hpp"
+
+namespace conveyor::stages {
+
+struct ParseConfig {
+  Filter filter;
+  Projection projection;
+  bool write_records = true;
+  bool write_dead_letters = true;
+  std::size_t max_line_length = std::size_t{64} << 10;
+  std::size_t partitions = 1;
+  int syslog_year = 1970;  // the year RFC 3164 timestamps are taken to be in
+};
+
+class ParseStage {
+ public:
+  explicit ParseStage(std::shared_ptr<const ParseConfig> config);
+  ParseStage(const ParseStage& other);
+  ParseStage& operator=(const ParseStage&) = delete;
+  ~ParseStage();
+
+  Batch operator()(Chunk chunk);
+
+ private:
+  std::shared_ptr<const ParseConfig> config_;
+  std::unique_ptr<JsonParser> json_;
+};
+
+}  // namespace conveyor::stages

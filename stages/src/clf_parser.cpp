@@ -1,0 +1,201 @@
+// The NCSA common and Apache combined log formats, by hand: one pass, no allocation, no regex.
+//   host ident user [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ["referrer" "agent"]
+#include <cstdint>
+#include <string_view>
+
+#include "conveyor/stages/parsers.hpp"
+
+namespace conveyor::stages {
+
+namespace {
+
+class Cursor {
+ public:
+  explicit Cursor(std::string_view text) noexcept : text_(text) {}
+
+  [[nodiscard]] bool done() const noexcept { return at_ >= text_.size(); }
+  [[nodiscard]] char peek() const noexcept { return done() ? '\0' : text_[at_]; }
+  [[nodiscard]] std::string_view rest() const noexcept { return text_.substr(at_); }
+
+  // Up to the next space (not empty); the space is consumed.
+  bool token(std::string_view& out) noexcept {
+    const std::size_t end = text_.find(' ', at_);
+    if (end == at_ || end == std::string_view::npos) return false;
+    out = text_.substr(at_, end - at_);
+    at_ = end + 1;
+    return true;
+  }
+  // Up to the next space or the end (not empty).
+  bool last_token(std::string_view& out) noexcept {
+    std::size_t end = text_.find(' ', at_);
+    if (end == std::string_view::npos) end = text_.size();
+    if (end == at_) return false;
+    out = text_.substr(at_, end - at_);
+    at_ = end;
+    return true;
+  }
+  bool expect(char c) noexcept {
+    if (peek() != c) return false;
+    ++at_;
+    return true;
+  }
+  // `[` ... `]`
+  bool bracketed(std::string_view& out) noexcept {
+    if (!expect('[')) return false;
+    const std::size_t end = text_.find(']', at_);
+    if (end == std::string_view::npos) return false;
+    out = text_.substr(at_, end - at_);
+    at_ = end + 1;
+    return true;
+  }
+  // `"` ... `"`, where `\"` does not end it (Apache escapes quotes in the request so).
+  bool quoted(std::string_view& out) noexcept {
+    if (!expect('"')) return false;
+    std::size_t i = at_;
+    for (; i < text_.size(); ++i) {
+      if (text_[i] == '\\' && i + 1 < text_.size()) {
+        ++i;
+      } else if (text_[i] == '"') {
+        break;
+      }
+    }
+    if (i >= text_.size()) return false;
+    out = text_.substr(at_, i - at_);
+    at_ = i + 1;
+    return true;
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+bool number(std::string_view text, std::int64_t& value) noexcept {
+  if (text.empty() || text.size() > 18) return false;
+  value = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  return true;
+}
+
+bool two(std::string_view text, std::size_t at, int& value) noexcept {
+  const char a = text[at];
+  const char b = text[at + 1];
+  if (a < '0' || a > '9' || b < '0' || b > '9') return false;
+  value = (a - '0') * 10 + (b - '0');
+  return true;
+}
+
+// dd/Mon/yyyy:HH:MM:SS +zzzz
+bool clf_time(std::string_view text, std::int64_t& seconds) noexcept {
+  if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' || text[14] != ':' ||
+      text[17] != ':' || text[20] != ' ' || (text[21] != '+' && text[21] != '-')) {
+    return false;
+  }
+  int day = 0;
+  int year_high = 0;
+  int year_low = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  int zone_hours = 0;
+  int zone_minutes = 0;
+  const int month = month_number(text.substr(3, 3));
+  if (month == 0 || !two(text, 0, day) || !two(text, 7, year_high) || !two(text, 9, year_low) ||
+      !two(text, 12, hour) || !two(text, 15, minute) || !two(text, 18, second) ||
+      !two(text, 22, zone_hours) || !two(text, 24, zone_minutes)) {
+    return false;
+  }
+  if (day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
+  const std::int64_t offset = (std::int64_t{zone_hours} * 3600 + std::int64_t{zone_minutes} * 60) *
+                              (text[21] == '-' ? -1 : 1);
+  seconds = epoch_seconds(year_high * 100 + year_low, month, day, hour, minute, second) - offset;
+  return true;
+}
+
+// "METHOD path PROTOCOL"; a request that is not three words (garbage, "-") is kept whole as the
+// path, as Apache logs it.
+void split_request(std::string_view request, Record& record) noexcept {
+  const std::size_t first = request.find(' ');
+  const std::size_t last = request.rfind(' ');
+  if (first == std::string_view::npos) {
+    record.path = request;
+    return;
+  }
+  record.method = request.substr(0, first);
+  if (last != first && request.substr(last + 1).starts_with("HTTP/")) {
+    record.path = request.substr(first + 1, last - first - 1);
+    record.protocol = request.substr(last + 1);
+  } else {
+    record.path = request.substr(first + 1);
+  }
+}
+
+ParseError parse_clf(std::string_view line, Record& record, bool combined) noexcept {
+  Cursor in(line);
+  std::string_view ident;
+  if (!in.token(record.host) || !in.token(ident) || !in.token(record.user)) {
+    return "not an access log line: expected host, ident and user";
+  }
+  if (!in.bracketed(record.timestamp)) return "not an access log line: expected [time]";
+  if (!clf_time(record.timestamp, record.time))
+    return "bad time: expected dd/Mon/yyyy:HH:MM:SS +zzzz";
+  std::string_view request;
+  if (!in.expect(' ') || !in.quoted(request)) return "not an access log line: expected \"request\"";
+  split_request(request, record);
+  std::string_view status;
+  std::string_view bytes;
+  std::int64_t value = 0;
+  if (!in.expect(' ') || !in.token(status)) {
+    return "not an access log line: expected status and size";
+  }
+  if (!number(status, value) || value < 100 || value > 999) return "bad status: expected 100-999";
+  record.status = static_cast<int>(value);
+  // Common lines end after the size; `token` needs a space after it, so take the last token.
+  if (!in.last_token(bytes)) return "not an access log line: expected size";
+  if (bytes == "-") {
+    record.bytes = 0;
+  } else if (number(bytes, value)) {
+    record.bytes = value;
+  } else {
+    return "bad size: expected a number or -";
+  }
+  if (!combined) {
+    while (in.peek() == ' ')
+      in.expect(' ');
+    return in.done() ? nullptr : "not a common log line: text after the size";
+  }
+  if (!in.expect(' ') || !in.quoted(record.referrer)) {
+    return "not a combined log line: expected \"referrer\"";
+  }
+  if (!in.expect(' ') || !in.quoted(record.agent)) {
+    return "not a combined log line: expected \"user agent\"";
+  }
+  if (record.referrer == "-") record.referrer = {};
+  if (record.agent == "-") record.agent = {};
+  // Some servers append fields (response time, virtual host): kept as the message.
+  while (in.peek() == ' ')
+    in.expect(' ');
+  record.message = in.rest();
+  return nullptr;
+}
+
+}  // namespace
+
+ParseError parse_common(std::string_view line, Record& record) noexcept {
+  record = Record{};
+  const ParseError error = parse_clf(line, record, false);
+  if (error == nullptr && record.user == "-") record.user = {};
+  return error;
+}
+
+ParseError parse_combined(std::string_view line, Record& record) noexcept {
+  record = Record{};
+  const ParseError error = parse_clf(line, record, true);
+  if (error == nullptr && record.user == "-") record.user = {};
+  return error;
+}
+
+}  // namespace conveyor::stages

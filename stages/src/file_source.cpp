@@ -1,0 +1,205 @@
+// FileSource: chunks of whole lines from files, stdin and gzip streams (zlib's gz* functions,
+// which read gzip and plain input alike).
+#include "conveyor/stages/file_source.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include "conveyor/stages/detect.hpp"
+
+namespace conveyor::stages {
+
+namespace {
+
+std::string describe_errno(const std::string& path, int error) {
+  return "cannot open '" + path + "': " + std::generic_category().message(error);
+}
+
+}  // namespace
+
+struct FileSource::Open {
+  std::shared_ptr<Input> input;
+  gzFile file = nullptr;
+  std::string carry;                   // the start of a line whose end has not been read yet
+  bool skipping = false;               // inside an overlong line, dropping its bytes
+  OverlongLine pending;                // that line
+  std::vector<OverlongLine> overlong;  // finished overlong lines, for the next chunk
+  std::uint64_t line = 1;              // number of the line that starts at `offset`
+  std::uint64_t offset = 0;            // decompressed offset of the first byte not yet handed out
+  bool eof = false;
+};
+
+FileSource::FileSource(std::vector<std::string> paths, FileSourceOptions options)
+    : paths_(std::move(paths)), options_(options) {
+  if (paths_.empty()) paths_.emplace_back("-");
+  options_.chunk_size = std::max<std::size_t>(options_.chunk_size, 4096);
+  options_.max_line_length = std::max<std::size_t>(options_.max_line_length, 1);
+  for (const std::string& path : paths_) {
+    if (path == "-") continue;
+    struct stat status {};
+    if (::stat(path.c_str(), &status) != 0) throw InputError(describe_errno(path, errno));
+    if (S_ISDIR(status.st_mode)) throw InputError("cannot read '" + path + "': it is a directory");
+    if (::access(path.c_str(), R_OK) != 0) throw InputError(describe_errno(path, errno));
+    if (S_ISREG(status.st_mode)) bytes_total_ += static_cast<std::uint64_t>(status.st_size);
+  }
+}
+
+FileSource::~FileSource() {
+  close_current();
+}
+
+bool FileSource::open_next() {
+  if (next_path_ == paths_.size()) return false;
+  const std::string& path = paths_[next_path_];
+  const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(describe_errno(path, errno));
+  gzFile file = ::gzdopen(fd, "rb");
+  if (file == nullptr) {
+    ::close(fd);
+    throw InputError("cannot read '" + path + "': out of memory");
+  }
+  ::gzbuffer(file, 256U << 10);
+  auto open = std::make_unique<Open>();
+  open->input = std::make_shared<Input>(Input{path, next_path_, options_.format, false});
+  open->file = file;
+  current_ = std::move(open);
+  ++next_path_;
+  return true;
+}
+
+void FileSource::close_current() noexcept {
+  if (current_ && current_->file != nullptr) {
+    ::gzclose(current_->file);
+    current_->file = nullptr;
+  }
+  current_.reset();
+}
+
+std::optional<Chunk> FileSource::finish_input() {
+  Open& in = *current_;
+  Chunk chunk;
+  if (in.skipping) {
+    in.overlong.push_back(std::move(in.pending));
+    in.skipping = false;
+    ++in.line;
+  } else if (in.carry.size() > options_.max_line_length) {
+    in.overlong.push_back(
+        OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head)});
+    ++in.line;
+  } else {
+    chunk.text = std::move(in.carry);
+    chunk.text.reserve(chunk.text.size() + read_ahead_padding);
+  }
+  if (chunk.text.empty() && in.overlong.empty()) return std::nullopt;
+  if (in.input->format == Format::auto_detect) in.input->format = detect_format(chunk.text);
+  chunk.input = in.input;
+  chunk.first_line = in.line;
+  chunk.offset = in.offset;
+  chunk.overlong = std::move(in.overlong);
+  return chunk;
+}
+
+std::optional<Chunk> FileSource::next() {
+  for (;;) {
+    if (!current_ && !open_next()) return std::nullopt;
+    Open& in = *current_;
+    if (in.eof) {
+      std::optional<Chunk> last = finish_input();
+      bytes_done_ += static_cast<std::uint64_t>(std::max<z_off_t>(::gzoffset(in.file), 0));
+      bytes_read_.store(bytes_done_, std::memory_order_relaxed);
+      close_current();
+      if (last) return last;
+      continue;
+    }
+
+    std::string buffer = std::move(in.carry);
+    in.carry.clear();
+    const std::size_t kept = buffer.size();
+    buffer.resize(kept + options_.chunk_size);
+    const int got =
+        ::gzread(in.file, buffer.data() + kept, static_cast<unsigned>(options_.chunk_size));
+    if (got < 0) {
+      int code = 0;
+      const char* message = ::gzerror(in.file, &code);
+      throw InputError(
+          "cannot read '" + in.input->name + "': " +
+          (code == Z_ERRNO ? std::generic_category().message(errno) : std::string(message)));
+    }
+    buffer.resize(kept + static_cast<std::size_t>(got));
+    if (!in.input->gzip && ::gzdirect(in.file) == 0) {
+      in.input->gzip = true;
+    }
+    bytes_read_.store(
+        bytes_done_ + static_cast<std::uint64_t>(std::max<z_off_t>(::gzoffset(in.file), 0)),
+        std::memory_order_relaxed);
+    if (got == 0) {
+      int code = Z_OK;
+      const char* message = ::gzerror(in.file, &code);
+      if (code != Z_OK) {
+        // A gzip stream cut short reads as the end of the file, with Z_BUF_ERROR set.
+        throw InputError("cannot read '" + in.input->name + "': " +
+                         (code == Z_BUF_ERROR ? "the gzip stream ends early (truncated file?)"
+                                              : std::string(message)));
+      }
+      in.eof = true;
+      in.carry = std::move(buffer);
+      continue;
+    }
+
+    std::size_t start = 0;
+    if (in.skipping) {
+      const std::size_t newline = buffer.find('\n');
+      if (newline == std::string::npos) {
+        in.pending.length += buffer.size();
+        in.offset += buffer.size();
+        continue;
+      }
+      const std::size_t upto = newline;
+      in.pending.length += upto;
+      in.overlong.push_back(std::move(in.pending));
+      in.skipping = false;
+      ++in.line;
+      in.offset += upto + 1;
+      start = upto + 1;
+    }
+
+    const std::size_t last = buffer.rfind('\n');
+    const std::size_t whole_end = last == std::string::npos || last < start ? start : last + 1;
+    in.carry.assign(buffer, whole_end, std::string::npos);
+    buffer.resize(whole_end);
+    if (start > 0) buffer.erase(0, start);
+
+    Chunk chunk;
+    chunk.first_line = in.line;
+    chunk.offset = in.offset;
+    in.line += static_cast<std::uint64_t>(std::count(buffer.begin(), buffer.end(), '\n'));
+    in.offset += buffer.size();
+    if (in.carry.size() > options_.max_line_length) {
+      in.pending =
+          OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head)};
+      in.skipping = true;
+      in.offset += in.carry.size();
+      in.carry.clear();
+    }
+    chunk.text = std::move(buffer);
+    chunk.text.reserve(chunk.text.size() + read_ahead_padding);
+    chunk.overlong = std::move(in.overlong);
+    in.overlong.clear();
+    if (chunk.text.empty() && chunk.overlong.empty()) continue;
+    if (in.input->format == Format::auto_detect && !chunk.text.empty()) {
+      in.input->format = detect_format(chunk.text);
+    }
+    chunk.input = in.input;
+    return chunk;
+  }
+}
+
+}  // namespace conveyor::stages

@@ -1,0 +1,259 @@
+// JSON lines for records and dead letters.
+#include "conveyor/stages/json_writer.hpp"
+
+#include <array>
+#include <charconv>
+#include <cstdio>
+
+namespace conveyor::stages {
+
+namespace {
+
+// Length of the valid UTF-8 sequence at text[at], or 0.
+std::size_t utf8_length(std::string_view text, std::size_t at) noexcept {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  std::size_t length = 0;
+  unsigned minimum = 0;
+  unsigned code = 0;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2, minimum = 0x80, code = lead & 0x1FU;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3, minimum = 0x800, code = lead & 0x0FU;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, minimum = 0x10000, code = lead & 0x07U;
+  } else {
+    return 0;
+  }
+  if (at + length > text.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(at + i) & 0xC0U) != 0x80U) return 0;
+    code = (code << 6U) | (byte(at + i) & 0x3FU);
+  }
+  if (code < minimum || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+void append_number(std::string& out, std::int64_t value) {
+  std::array<char, 24> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  out.append(buffer.data(), result.ptr);
+}
+
+void append_double(std::string& out, double value) {
+  std::array<char, 32> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  out.append(buffer.data(), result.ptr);
+}
+
+class ObjectWriter {
+ public:
+  explicit ObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
+  void key(std::string_view name) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    append_json_string(out_, name);
+    out_ += ':';
+  }
+  void text(std::string_view name, std::string_view value) {
+    key(name);
+    append_json_string(out_, value);
+  }
+  void number(std::string_view name, std::int64_t value) {
+    key(name);
+    append_number(out_, value);
+  }
+  void real(std::string_view name, double value) {
+    key(name);
+    append_double(out_, value);
+  }
+  void raw(std::string_view name, std::string_view json) {
+    key(name);
+    out_ += json;
+  }
+  void close() { out_ += "}\n"; }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+// Writes `name` if the record has it; false if it is not a name this function knows.
+bool write_field(ObjectWriter& w, std::string_view name, const Record& r, const Input& input,
+                 std::uint64_t line, bool explicit_request) {
+  const auto text = [&](std::string_view value) {
+    if (!value.empty()) w.text(name, value);
+  };
+  if (name == "time") {
+    if (r.has_time()) w.text(name, format_time(r.time));
+  } else if (name == "timestamp") {
+    text(r.timestamp);
+  } else if (name == "host") {
+    text(r.host);
+  } else if (name == "user") {
+    text(r.user);
+  } else if (name == "method") {
+    text(r.method);
+  } else if (name == "path") {
+    text(r.path);
+  } else if (name == "protocol") {
+    text(r.protocol);
+  } else if (name == "status") {
+    if (r.status >= 0) w.number(name, r.status);
+  } else if (name == "bytes") {
+    if (r.bytes >= 0) w.number(name, r.bytes);
+  } else if (name == "referrer") {
+    text(r.referrer);
+  } else if (name == "agent") {
+    text(r.agent);
+  } else if (name == "duration") {
+    if (r.has_duration()) w.real(name, r.duration);
+  } else if (name == "facility") {
+    if (r.facility >= 0) w.number(name, r.facility);
+  } else if (name == "severity") {
+    if (r.severity >= 0) w.number(name, r.severity);
+  } else if (name == "program") {
+    text(r.program);
+  } else if (name == "pid") {
+    text(r.pid);
+  } else if (name == "message") {
+    text(r.message);
+  } else if (name == "input") {
+    if (explicit_request) w.text(name, input.name);
+  } else if (name == "line") {
+    if (explicit_request) w.number(name, static_cast<std::int64_t>(line));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+constexpr std::string_view all_fields[] = {
+    "time",     "host",  "user",     "method",   "path",     "protocol", "status", "bytes",
+    "referrer", "agent", "duration", "facility", "severity", "program",  "pid",    "message"};
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t run = 0;  // start of the bytes that need no escaping
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t length = 1;
+    if (c >= 0x80) {
+      length = utf8_length(text, i);
+      if (length > 0) {
+        i += length;
+        continue;
+      }
+      length = 1;
+    }
+    out.append(text.data() + run, i - run);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c >= 0x80) {
+          out += "\\ufffd";
+        } else {
+          out += "\\u00";
+          out += hex[c >> 4U];
+          out += hex[c & 0xFU];
+        }
+    }
+    i += length;
+    run = i;
+  }
+  out.append(text.data() + run, text.size() - run);
+  out += '"';
+}
+
+std::string format_time(std::int64_t seconds) {
+  // Civil date of a day count (H. Hinnant's civil_from_days).
+  std::int64_t days = seconds / 86400;
+  std::int64_t rest = seconds % 86400;
+  if (rest < 0) {
+    rest += 86400;
+    --days;
+  }
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const std::int64_t day_of_era = days - era * 146097;
+  const std::int64_t year_of_era =
+      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const std::int64_t day_of_year =
+      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const std::int64_t mp = (5 * day_of_year + 2) / 153;
+  const std::int64_t day = day_of_year - (153 * mp + 2) / 5 + 1;
+  const std::int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  const std::int64_t year = year_of_era + era * 400 + (month <= 2 ? 1 : 0);
+  std::array<char, 128> buffer{};
+  std::snprintf(buffer.data(), buffer.size(), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
+                static_cast<long long>(year), static_cast<long long>(month),
+                static_cast<long long>(day), static_cast<long long>(rest / 3600),
+                static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60));
+  return buffer.data();
+}
+
+void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
+                   const Projection& projection) {
+  ObjectWriter w(out);
+  if (projection.fields.empty()) {
+    for (const std::string_view name : all_fields)
+      write_field(w, name, record, input, line, false);
+    for (const Field& field : record.extra) {
+      if (field.number) {
+        w.raw(field.name, field.value);
+      } else {
+        w.text(field.name, field.value);
+      }
+    }
+  } else {
+    for (const std::string& name : projection.fields) {
+      if (write_field(w, name, record, input, line, true)) continue;
+      for (const Field& field : record.extra) {
+        if (field.name != name) continue;
+        if (field.number) {
+          w.raw(field.name, field.value);
+        } else {
+          w.text(field.name, field.value);
+        }
+        break;
+      }
+    }
+  }
+  w.close();
+}
+
+void append_dead_letter(std::string& out, const Input& input, std::uint64_t line,
+                        std::uint64_t offset, std::string_view reason, std::uint64_t length,
+                        std::string_view raw) {
+  ObjectWriter w(out);
+  w.text("input", input.name);
+  w.number("line", static_cast<std::int64_t>(line));
+  w.number("offset", static_cast<std::int64_t>(offset));
+  w.text("reason", reason);
+  w.number("length", static_cast<std::int64_t>(length));
+  w.text("raw", raw);
+  w.close();
+}
+
+}  // namespace conveyor::stages

@@ -1,0 +1,102 @@
+// ParseStage: lines to records, dead letters and partitions.
+#include "conveyor/stages/parse_stage.hpp"
+
+#include <functional>
+#include <string_view>
+#include <utility>
+
+#include "conveyor/stages/line_splitter.hpp"
+
+namespace conveyor::stages {
+
+namespace {
+
+constexpr std::string_view too_long = "line too long";
+
+}  // namespace
+
+ParseStage::ParseStage(std::shared_ptr<const ParseConfig> config)
+    : config_(std::move(config)), json_(std::make_unique<JsonParser>()) {}
+
+ParseStage::ParseStage(const ParseStage& other)
+    : config_(other.config_), json_(std::make_unique<JsonParser>()) {}
+
+ParseStage::~ParseStage() = default;
+
+Batch ParseStage::operator()(Chunk chunk) {
+  const ParseConfig& config = *config_;
+  auto storage = std::make_shared<BatchStorage>();
+  storage->chunk = std::move(chunk);
+  const Chunk& in = storage->chunk;
+  const Input& input = *in.input;
+  Batch batch;
+  batch.partitions.resize(config.partitions == 0 ? 1 : config.partitions);
+  LineCounts& counts = batch.counts;
+
+  for (const OverlongLine& line : in.overlong) {
+    ++counts.lines;
+    counts.reject(too_long);
+    if (config.write_dead_letters) {
+      append_dead_letter(batch.dead_letters, input, line.line, line.offset, too_long, line.length,
+                         line.head);
+    }
+  }
+
+  const std::string_view text = in.text;
+  const char* const readable_end = in.text.data() + in.text.capacity();
+  Record record;
+  for_each_line(text, [&](std::string_view line, std::uint64_t index) {
+    ++counts.lines;
+    if (line.find_first_not_of(" \t") == std::string_view::npos) {
+      ++counts.blank;
+      return;
+    }
+    ParseError error = nullptr;
+    if (line.size() > config.max_line_length) {
+      error = too_long.data();
+    } else {
+      switch (input.format) {
+        case Format::common:
+          error = parse_common(line, record);
+          break;
+        case Format::json:
+          error = json_->parse(line, static_cast<std::size_t>(readable_end - line.data()), record,
+                               storage->arena);
+          break;
+        case Format::syslog:
+          error = parse_syslog(line, record, config.syslog_year);
+          break;
+        case Format::combined:
+        case Format::auto_detect:
+          error = parse_combined(line, record);
+          break;
+      }
+    }
+    const std::uint64_t number = in.first_line + index;
+    if (error != nullptr) {
+      counts.reject(error);
+      if (config.write_dead_letters) {
+        const auto offset = in.offset + static_cast<std::uint64_t>(line.data() - text.data());
+        append_dead_letter(batch.dead_letters, input, number, offset, error, line.size(),
+                           line.substr(0, std::min(line.size(), config.max_line_length)));
+      }
+      return;
+    }
+    if (!config.filter.matches(record)) {
+      ++counts.filtered;
+      return;
+    }
+    ++counts.records;
+    if (config.write_records) {
+      append_record(batch.output, record, input, number, config.projection);
+    }
+    const std::size_t partition =
+        std::hash<std::string_view>{}(record.host) % batch.partitions.size();
+    batch.partitions[partition].push_back(std::move(record));
+    record = Record{};
+  });
+  batch.storage = std::move(storage);
+  return batch;
+}
+
+}  // namespace conveyor::stages

@@ -1,0 +1,244 @@
+// log-ingest on real logs from real systems (tests/data/logs, see its README for sources and
+// licences): parse rates, the known-malformed lines dead-lettered, counts cross-checked against
+// awk, every record written valid JSON, and the exit statuses users rely on.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "watchdog.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path data = CONVEYOR_LOG_DATA;
+
+class LogIngest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("conveyor-log-ingest-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs log-ingest with `arguments`; returns its exit status.
+  int run(const std::string& arguments) {
+    const std::string command = std::string(CONVEYOR_LOG_INGEST) + " " + arguments + " > " +
+                                (dir_ / "stdout.txt").string() + " 2> " +
+                                (dir_ / "stderr.txt").string();
+    const int status = std::system(command.c_str());  // NOLINT(concurrency-mt-unsafe)
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  int ingest(const fs::path& input, const std::string& format, const std::string& more = {}) {
+    return run("run --quiet --input '" + input.string() + "' --format " + format + " --out-dir '" +
+               dir_.string() + "' " + more);
+  }
+  [[nodiscard]] std::string read(const std::string& name) const {
+    std::ifstream in(dir_ / name, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  simdjson::dom::element summary() {
+    json_ = read("summary.json");
+    return parser_.parse(json_);
+  }
+  // Runs an awk program over `input`; returns what it printed.
+  [[nodiscard]] std::string awk(const std::string& program, const fs::path& input) const {
+    const fs::path out = dir_ / "awk.txt";
+    const std::string command =
+        "awk '" + program + "' '" + input.string() + "' > '" + out.string() + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+    std::ifstream in(out);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  // Every line of records.jsonl parses as a JSON object; returns how many there were.
+  std::uint64_t records_that_parse() {
+    std::ifstream in(dir_ / "records.jsonl");
+    simdjson::dom::parser parser;
+    std::uint64_t count = 0;
+    for (std::string line; std::getline(in, line); ++count) {
+      simdjson::dom::object object;
+      EXPECT_EQ(parser.parse(line).get(object), simdjson::SUCCESS) << line;
+    }
+    return count;
+  }
+
+  fs::path dir_;
+  simdjson::dom::parser parser_;
+  std::string json_;
+};
+
+std::uint64_t number(simdjson::dom::element summary, const char* key) {
+  return std::uint64_t(summary[key]);
+}
+
+// The status counts and byte total of lines that look like access-log lines, by awk: split on
+// the quotes, the status and size follow the request.
+constexpr const char* awk_access =
+    R"AWK(/^[^ ]+ [^ ]+ [^ ]+ \[[^]]+\] "[^"]*" [0-9][0-9][0-9] ([0-9]+|-)$/ ||
+/^[^ ]+ [^ ]+ [^ ]+ \[[^]]+\] "[^"]*" [0-9][0-9][0-9] ([0-9]+|-) "[^"]*" "[^"]*"$/ {
+  split($0, q, "\""); split(q[3], f, " "); n[f[1]]++; if (f[2] != "-") b += f[2]; lines++
+} END { for (s in n) print "status", s, n[s]; printf "bytes %.0f\n", b; print "lines", lines + 0 })AWK";
+
+void cross_check(simdjson::dom::element summary, const std::string& awk_output) {
+  std::istringstream in(awk_output);
+  std::string what;
+  std::map<std::string, std::uint64_t> statuses;
+  std::uint64_t bytes = 0;
+  std::uint64_t lines = 0;
+  while (in >> what) {
+    if (what == "status") {
+      std::string status;
+      std::uint64_t count = 0;
+      in >> status >> count;
+      statuses[status] = count;
+    } else if (what == "bytes") {
+      in >> bytes;
+    } else {
+      in >> lines;
+    }
+  }
+  EXPECT_EQ(number(summary, "records"), lines);
+  EXPECT_EQ(number(summary, "bytes"), bytes);
+  std::map<std::string, std::uint64_t> ours;
+  for (auto [status, count] : summary["by_status"].get_object())
+    ours[std::string(status)] = std::uint64_t(count);
+  EXPECT_EQ(ours, statuses);
+}
+
+TEST_F(LogIngest, ApacheCombinedParsesAndMatchesAwk) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
+  const fs::path input = data / "elastic-apache-combined" / "apache_logs";
+  ASSERT_EQ(ingest(input, "combined"), 0) << read("stderr.txt");
+  const auto s = summary();
+  EXPECT_EQ(number(s, "lines"), 10000U);
+  EXPECT_GE(number(s, "records") * 1000, 9990U * 10) << "at least 99.9 % parse";
+  EXPECT_EQ(number(s, "rejected"), 1U) << "line 8899: its user agent has no closing quote";
+  EXPECT_NE(read("dead-letters.jsonl").find("\"line\":8899"), std::string::npos);
+  cross_check(s, awk(awk_access, input));
+  EXPECT_EQ(records_that_parse(), number(s, "records"));
+}
+
+TEST_F(LogIngest, TheKnownMalformedApacheLinesAreAllDeadLettered) {
+  const fs::path input =
+      data / "elastic-apache-combined" / "apache_logs.2015-original-malformed-lines";
+  ASSERT_EQ(ingest(input, "combined"), 0) << read("stderr.txt");
+  const auto s = summary();
+  EXPECT_EQ(number(s, "records"), 0U);
+  EXPECT_EQ(number(s, "rejected"), 14U);
+  std::istringstream dead(read("dead-letters.jsonl"));
+  simdjson::dom::parser parser;
+  int lines = 0;
+  for (std::string line; std::getline(dead, line); ++lines) {
+    const simdjson::dom::element letter = parser.parse(line);
+    EXPECT_EQ(std::uint64_t(letter["line"]), static_cast<std::uint64_t>(lines + 1));
+    EXPECT_FALSE(std::string_view(letter["reason"]).empty());
+  }
+  EXPECT_EQ(lines, 14);
+}
+
+TEST_F(LogIngest, NasaCommonLogParsesAndMatchesAwk) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
+  const fs::path input = data / "nasa-http-clf" / "NASA_access_log_Aug95.first20000";
+  ASSERT_EQ(ingest(input, "auto"), 0) << read("stderr.txt");
+  const auto s = summary();
+  EXPECT_EQ(std::string_view(s["inputs"].at(0)["format"]), "common");
+  EXPECT_EQ(number(s, "lines"), 20000U);
+  EXPECT_GE(number(s, "records") * 1000, 20000U * 999) << "at least 99.9 % parse";
+  cross_check(s, awk(awk_access, input));
+  EXPECT_EQ(records_that_parse(), number(s, "records"));
+}
+
+TEST_F(LogIngest, AuthLogParsesAsSyslog) {
+  const fs::path input = data / "elastic-auth-log" / "auth.log";
+  ASSERT_EQ(ingest(input, "auto"), 0) << read("stderr.txt");
+  const auto s = summary();
+  EXPECT_EQ(std::string_view(s["inputs"].at(0)["format"]), "syslog");
+  EXPECT_EQ(number(s, "records") + number(s, "blank"), number(s, "lines"));
+  const std::string programs =
+      awk(R"AWK({ split($5, t, /[\[:]/); n[t[1]]++ } END { print n["sshd"] })AWK", input);
+  const auto top = s["top_programs"].at(0);
+  EXPECT_EQ(std::string_view(top["key"]), "sshd");
+  EXPECT_EQ(std::uint64_t(top["count"]), std::stoull(programs));
+  EXPECT_EQ(records_that_parse(), number(s, "records"));
+}
+
+TEST_F(LogIngest, Rfc5424SamplesParseAsSyslog) {
+  for (const char* name : {"pfsense-rfc5424-nginx.log", "charon-ipsec-logs.log"}) {
+    ASSERT_EQ(ingest(data / "crowdsec-syslog-rfc5424" / name, "syslog"), 0) << read("stderr.txt");
+    const auto s = summary();
+    EXPECT_EQ(number(s, "rejected"), 0U) << name;
+    EXPECT_GT(number(s, "records"), 0U) << name;
+    EXPECT_EQ(records_that_parse(), number(s, "records"));
+  }
+}
+
+TEST_F(LogIngest, JsonAccessLogsParseAndDeepJsonDoesNotHurt) {
+  for (const char* name :
+       {"crowdsec-json-access/traefik_base-http-scenario.log",
+        "crowdsec-json-access/caddy-logs.log", "elastic-nginxplus-json/nginxplus_json_logs"}) {
+    ASSERT_EQ(ingest(data / name, "json"), 0) << read("stderr.txt");
+    const auto s = summary();
+    EXPECT_GE(number(s, "records") * 100, (number(s, "lines") - number(s, "blank")) * 99) << name;
+    EXPECT_EQ(records_that_parse(), number(s, "records")) << name;
+  }
+  ASSERT_EQ(ingest(data / "crowdsec-json-access/traefik_base-http-scenario.log", "json"), 0);
+  EXPECT_GT(number(summary(), "bytes"), 0U);
+  EXPECT_GT(std::uint64_t(summary()["duration_seconds"]["count"]), 0U);
+}
+
+TEST_F(LogIngest, FiltersAndExitStatuses) {
+  const fs::path input = data / "elastic-apache-combined" / "apache_logs";
+  ASSERT_EQ(ingest(input, "combined", "--where 'status>=500' --fields status,path"), 0);
+  const std::string expected = awk(R"AWK($9 >= 500 { n++ } END { print n + 0 })AWK", input);
+  EXPECT_EQ(number(summary(), "records"), std::stoull(expected));
+  EXPECT_EQ(ingest(input, "combined", "--where 'status>='"), 2);
+  EXPECT_NE(read("stderr.txt").find("position 9"), std::string::npos) << read("stderr.txt");
+  EXPECT_EQ(run("run --input /nonexistent/file.log"), 1);
+  EXPECT_NE(read("stderr.txt").find("/nonexistent/file.log"), std::string::npos);
+  EXPECT_EQ(run("run --bogus"), 2);
+  EXPECT_EQ(run("--version"), 0);
+}
+
+TEST_F(LogIngest, TheEmbeddedSampleRunsWithNoArguments) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
+  ASSERT_EQ(run("run --out-dir '" + dir_.string() + "'"), 0) << read("stderr.txt");
+  const std::string table = read("stdout.txt");
+  EXPECT_NE(table.find("log-ingest summary"), std::string::npos);
+  EXPECT_NE(table.find("top paths"), std::string::npos);
+  const auto s = summary();
+  EXPECT_EQ(number(s, "lines"), 200000U);
+  EXPECT_GT(number(s, "rejected"), 0U) << "the sample has malformed lines on purpose";
+  EXPECT_EQ(number(s, "records") + number(s, "rejected"), 200000U);
+}
+
+TEST_F(LogIngest, HostileInputNeverLosesTheGoodLinesAroundIt) {
+  const std::string good =
+      R"(1.2.3.4 - - [01/Nov/2026:00:00:00 +0000] "GET / HTTP/1.1" 200 5 "-" "a")";
+  std::string text = good + "\n";
+  text += std::string("\x00\x01\xff\xfe binary\x00garbage", 20) + "\n" + good + "\n";
+  text += std::string(5 << 20, 'L') + "\n" + good + "\n";
+  text += "\xc3\x28 invalid utf-8 " + good + "\n";
+  text += good;  // no final newline
+  const fs::path input = dir_ / "hostile.log";
+  std::ofstream(input, std::ios::binary) << text;
+  ASSERT_EQ(ingest(input, "combined"), 0) << read("stderr.txt");
+  const auto s = summary();
+  EXPECT_EQ(number(s, "records"), 4U);
+  EXPECT_EQ(number(s, "rejected"), 3U);
+  EXPECT_EQ(records_that_parse(), 4U);
+  std::ofstream(dir_ / "empty.log");
+  ASSERT_EQ(ingest(dir_ / "empty.log", "auto"), 0);
+  EXPECT_EQ(number(summary(), "lines"), 0U);
+}
+
+}  // namespace

@@ -1,0 +1,315 @@
+// The ingest building blocks: line splitting, the file source (chunks, gzip, overlong lines, no
+// final newline, CRLF, empty files, missing files), the filter language, JSON output, the summary,
+// and the whole pipeline counting every line exactly once.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "conveyor/framework.hpp"
+#include "conveyor/stages/aggregate_stage.hpp"
+#include "conveyor/stages/file_source.hpp"
+#include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/json_writer.hpp"
+#include "conveyor/stages/line_splitter.hpp"
+#include "conveyor/stages/memory_source.hpp"
+#include "conveyor/stages/parse_stage.hpp"
+#include "conveyor/stages/summary.hpp"
+#include "conveyor/stages/write_stage.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using namespace conveyor::stages;
+namespace fs = std::filesystem;
+
+std::vector<std::string> lines_of(std::string_view text) {
+  std::vector<std::string> lines;
+  for_each_line(text, [&](std::string_view line, std::uint64_t) { lines.emplace_back(line); });
+  return lines;
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& contents, bool gzip = false)
+      : path_(fs::temp_directory_path() /
+              ("conveyor-stages-" + std::to_string(::getpid()) + "-" + std::to_string(next_++))) {
+    if (gzip) {
+      gzFile file = gzopen(path_.c_str(), "wb");
+      gzwrite(file, contents.data(), static_cast<unsigned>(contents.size()));
+      gzclose(file);
+    } else {
+      std::ofstream(path_, std::ios::binary) << contents;
+    }
+  }
+  ~TempFile() { fs::remove(path_); }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+
+ private:
+  static inline int next_ = 0;
+  fs::path path_;
+};
+
+// Every line the source hands out, with its number, plus the overlong ones.
+struct Read {
+  std::vector<std::pair<std::uint64_t, std::string>> lines;
+  std::vector<OverlongLine> overlong;
+  std::size_t chunks = 0;
+};
+
+Read read_all(FileSource& source) {
+  Read read;
+  while (auto chunk = source.next()) {
+    ++read.chunks;
+    EXPECT_GE(chunk->text.capacity(), chunk->text.size() + read_ahead_padding);
+    for (auto& line : chunk->overlong)
+      read.overlong.push_back(line);
+    for_each_line(chunk->text, [&](std::string_view line, std::uint64_t i) {
+      read.lines.emplace_back(chunk->first_line + i, std::string(line));
+    });
+  }
+  return read;
+}
+
+TEST(LineSplitter, SplitsOnNewlinesAndDropsCarriageReturns) {
+  EXPECT_EQ(lines_of("a\nb\r\n\nc"), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(lines_of(""), std::vector<std::string>{});
+  EXPECT_EQ(lines_of("\n"), std::vector<std::string>{""});
+  EXPECT_EQ(lines_of(std::string("x\0y\n", 4)), std::vector<std::string>{std::string("x\0y", 3)});
+}
+
+TEST(FileSource, ChunksHoldWholeLinesAndNumberThemAcrossChunks) {
+  std::string text;
+  for (int i = 1; i <= 5000; ++i)
+    text += "line " + std::to_string(i) + (i % 3 == 0 ? "\r\n" : "\n");
+  text += "last line without a newline";
+  TempFile file(text);
+  FileSource source({file.path()}, {.chunk_size = 4096, .max_line_length = 100});
+  const Read read = read_all(source);
+  ASSERT_EQ(read.lines.size(), 5001U);
+  EXPECT_GT(read.chunks, 5U);
+  for (int i = 1; i <= 5000; ++i) {
+    EXPECT_EQ(read.lines[i - 1].first, static_cast<std::uint64_t>(i));
+    EXPECT_EQ(read.lines[i - 1].second, "line " + std::to_string(i));
+  }
+  EXPECT_EQ(read.lines.back().second, "last line without a newline");
+  EXPECT_EQ(source.bytes_read(), text.size());
+  EXPECT_EQ(source.bytes_total(), text.size());
+}
+
+TEST(FileSource, ReadsGzipLikePlainText) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i)
+    text += "gzip line " + std::to_string(i) + "\n";
+  TempFile plain(text);
+  TempFile packed(text, true);
+  FileSource a({plain.path()}, {.chunk_size = 8192});
+  FileSource b({packed.path()}, {.chunk_size = 8192});
+  const Read from_plain = read_all(a);
+  const Read from_gzip = read_all(b);
+  EXPECT_EQ(from_plain.lines, from_gzip.lines);
+  EXPECT_EQ(from_gzip.lines.size(), 20000U);
+  EXPECT_LT(b.bytes_read(), a.bytes_read()) << "compressed bytes are what is read";
+}
+
+TEST(FileSource, DropsLinesLongerThanTheLimitWithBoundedMemoryAndKeepsTheRest) {
+  const std::string huge(5 << 20, 'x');  // 5 MB, far beyond a 64 KiB chunk
+  const std::string text = "before\n" + huge + "\nafter\n" + std::string(300, 'y') + "\nend";
+  TempFile file(text);
+  FileSource source({file.path()}, {.chunk_size = 65536, .max_line_length = 200});
+  const Read read = read_all(source);
+  ASSERT_EQ(read.overlong.size(), 1U);
+  EXPECT_EQ(read.overlong[0].line, 2U);
+  EXPECT_EQ(read.overlong[0].offset, 7U);
+  EXPECT_EQ(read.overlong[0].length, huge.size());
+  EXPECT_EQ(read.overlong[0].head.size(), FileSource::overlong_head);
+  // The 300-byte line fits in a chunk: the parse stage rejects it, the source passes it on.
+  ASSERT_EQ(read.lines.size(), 4U);
+  EXPECT_EQ(read.lines[0], (std::pair<std::uint64_t, std::string>{1, "before"}));
+  EXPECT_EQ(read.lines[1], (std::pair<std::uint64_t, std::string>{3, "after"}));
+  EXPECT_EQ(read.lines[2].first, 4U);
+  EXPECT_EQ(read.lines[3], (std::pair<std::uint64_t, std::string>{5, "end"}));
+}
+
+TEST(FileSource, EmptyFilesHaveNoChunksAndMissingFilesAreNamed) {
+  TempFile empty("");
+  FileSource source({empty.path()}, {});
+  EXPECT_FALSE(source.next().has_value());
+  try {
+    FileSource missing({"/nonexistent/access.log"}, {});
+    FAIL() << "expected InputError";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/access.log"), std::string::npos);
+  }
+  EXPECT_THROW(FileSource({fs::temp_directory_path().string()}, {}), InputError);
+}
+
+TEST(FileSource, ACorruptGzipStreamIsAnErrorAfterTheGoodLines) {
+  std::string text;
+  for (int i = 0; i < 50000; ++i)
+    text += "line " + std::to_string(i) + "\n";
+  TempFile packed(text, true);
+  std::string bytes;
+  {
+    std::ifstream in(packed.path(), std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes.resize(bytes.size() / 2);  // cut in the middle of the deflate stream
+  TempFile cut(bytes);
+  FileSource source({cut.path()}, {.chunk_size = 4096});
+  std::size_t lines = 0;
+  EXPECT_THROW(
+      {
+        while (auto chunk = source.next())
+          lines += lines_of(chunk->text).size();
+      },
+      InputError);
+  EXPECT_GT(lines, 0U);
+}
+
+TEST(Filter, EvaluatesComparisonsAndBooleans) {
+  Record r;
+  r.status = 503;
+  r.path = "/api/v1/items";
+  r.method = "POST";
+  r.duration = 0.7;
+  const auto holds = [&](const char* text) { return Filter::parse(text).matches(r); };
+  EXPECT_TRUE(holds("status>=500"));
+  EXPECT_FALSE(holds("status<500"));
+  EXPECT_TRUE(holds("path~^/api"));
+  EXPECT_FALSE(holds("path!~^/api"));
+  EXPECT_TRUE(holds("status >= 500 and path ~ '^/api' && method == POST"));
+  EXPECT_TRUE(holds("status == 200 or method=\"POST\""));
+  EXPECT_TRUE(holds("not (status < 500) and !(method==GET)"));
+  EXPECT_TRUE(holds("duration > 0.5"));
+  EXPECT_FALSE(holds("bytes > 0")) << "absent fields compare false";
+  EXPECT_FALSE(holds("agent"));
+  EXPECT_TRUE(holds("path"));
+  EXPECT_TRUE(Filter::parse_all({"status>=500", "method==POST"}).matches(r));
+  EXPECT_FALSE(Filter::parse_all({"status>=500", "method==GET"}).matches(r));
+  EXPECT_TRUE(Filter().matches(r));
+}
+
+TEST(Filter, BadExpressionsSayWhereAndWhat) {
+  const auto position = [](const char* text) {
+    try {
+      (void)Filter::parse(text);
+    } catch (const FilterError& error) {
+      EXPECT_NE(std::string(error.what()), "");
+      return static_cast<long>(error.position());
+    }
+    return -1L;
+  };
+  EXPECT_EQ(position("status>="), 8);
+  EXPECT_EQ(position("status>=abc"), 8);
+  EXPECT_EQ(position("(status>=500"), 12);
+  EXPECT_EQ(position("path~'['"), 5);
+  EXPECT_EQ(position("status>=500 foo"), 12);
+  EXPECT_EQ(position(""), 0);
+  EXPECT_EQ(position("path~'unclosed"), 14);
+  EXPECT_EQ(position(std::string(200, '(').c_str()), 64);
+}
+
+TEST(JsonWriter, EscapesControlBytesAndReplacesInvalidUtf8) {
+  std::string out;
+  append_json_string(out, std::string("a\"b\\c\n\x01\xff\xc3\xa9\0z", 12));
+  EXPECT_EQ(out, R"("a\"b\\c\n\u0001\ufffdé\u0000z")");
+  simdjson::dom::parser parser;
+  EXPECT_NO_THROW((void)parser.parse(out));
+  EXPECT_EQ(format_time(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(format_time(1793491200), "2026-11-01T00:00:00Z");
+  EXPECT_EQ(format_time(-1), "1969-12-31T23:59:59Z");
+}
+
+TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
+  Summary whole;
+  Summary a;
+  Summary b;
+  for (int i = 0; i < 1000; ++i) {
+    Record r;
+    r.status = i % 3 == 0 ? 404 : 200;
+    r.bytes = i;
+    r.time = 1000 * 60 + i;
+    r.duration = i / 1000.0;
+    r.path = i % 2 == 0 ? "/even" : "/odd";
+    whole.add(r);
+    (i < 400 ? a : b).add(r);
+  }
+  a.merge(std::move(b));
+  EXPECT_EQ(a.to_json(5), whole.to_json(5));
+  EXPECT_EQ(a.by_status[404], 334U);
+  EXPECT_EQ(a.bytes, 999U * 1000 / 2);
+  EXPECT_NEAR(a.duration.quantile(0.5), 0.5, 0.01);
+  EXPECT_NEAR(a.duration.quantile(0.99), 0.99, 0.02);
+  simdjson::dom::parser parser;
+  EXPECT_NO_THROW((void)parser.parse(a.to_json(5)));
+}
+
+// The whole chain, as log-ingest builds it: every line is counted once, as a record, a blank,
+// a filtered-out record or a dead letter, and the records written are valid JSON.
+TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
+  conveyor::testing::Watchdog watchdog;
+  std::string text;
+  std::uint64_t good = 0;
+  for (int i = 0; i < 30000; ++i) {
+    if (i % 97 == 0) {
+      text += "garbage \x01\xfe line\n";
+    } else if (i % 101 == 0) {
+      text += "\n";
+    } else {
+      text += "10.0.0." + std::to_string(i % 50) +
+              " - - [01/Nov/2026:00:00:" + std::to_string(10 + i % 50) + " +0000] \"GET /p" +
+              std::to_string(i % 7) + " HTTP/1.1\" " + (i % 5 == 0 ? "500" : "200") + " " +
+              std::to_string(i) + " \"-\" \"agent\"\n";
+      ++good;
+    }
+  }
+  auto config = std::make_shared<ParseConfig>();
+  config->filter = Filter::parse("status>=500");
+  config->partitions = 8;
+  const std::string records_path = (fs::temp_directory_path() / "conveyor-ingest-records").string();
+  auto outputs = std::make_shared<Outputs>();
+  outputs->records = {std::fopen(records_path.c_str(), "wb"), records_path, 0};
+  outputs->dead_letters = {nullptr, "", 0};
+  config->write_dead_letters = false;
+  MemorySource source("test", text, {.chunk_size = 8192});
+  Summary summary;
+  conveyor::Pipeline pipeline({.name = "ingest-test"});
+  pipeline.source([&]() { return source.next(); }) |
+      conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel,
+                                           .workers = 3,
+                                           .channel = conveyor::Channel::queue(2)}) |
+      conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order}) |
+      conveyor::stage(AggregateStage{},
+                      {.mode = conveyor::Mode::parallel,
+                       .workers = 2,
+                       .dispatch = conveyor::Dispatch::by_key(&Slice::partition)}) |
+      conveyor::sink([&](Summary partial) { summary.merge(std::move(partial)); });
+  pipeline.run();
+  std::fclose(outputs->records.file);
+
+  const LineCounts& c = summary.counts;
+  EXPECT_EQ(c.lines, 30000U);
+  EXPECT_EQ(c.lines, c.blank + c.records + c.filtered + c.rejected);
+  EXPECT_EQ(c.rejected, 310U);  // i % 97 == 0
+  EXPECT_EQ(c.records + c.filtered, good);
+  EXPECT_EQ(summary.by_status[500], c.records);
+  EXPECT_EQ(summary.by_status[200], 0U);
+
+  std::ifstream written(records_path);
+  simdjson::dom::parser parser;
+  std::uint64_t parsed = 0;
+  for (std::string line; std::getline(written, line); ++parsed) {
+    const simdjson::dom::element record = parser.parse(line);
+    EXPECT_EQ(std::int64_t(record["status"]), 500);
+  }
+  EXPECT_EQ(parsed, c.records);
+  fs::remove(records_path);
+}
+
+}  // namespace
