@@ -180,8 +180,9 @@ void steady_stream_does_not_starve(GroupLockPolicy policy) {
   stop.store(true, std::memory_order_relaxed);
   for (auto& thread : stream)
     thread.join();
+  // How many more times the stream got in meanwhile is up to the scheduler: with two cores and
+  // four threads, the group-1 visits may all happen while the stream threads are descheduled.
   EXPECT_EQ(lock.stats(1).entries, static_cast<std::uint64_t>(visits));
-  EXPECT_GT(stream_entries.load(), 100u);
 }
 
 TEST(GroupLockStress, SteadyStreamDoesNotStarveTheOtherGroupThroughput) {

@@ -74,7 +74,7 @@ TEST_P(MemoryBoundTest, LiveItemsStayWithinTheChannelsAndWorkers) {
   Watchdog watchdog(std::chrono::seconds(300));
   const BoundCase c = GetParam();
   Live::reset();
-  const std::uint64_t count = conveyor::testing::stress_items();
+  const std::uint64_t count = conveyor::testing::memory_bound_items();
   constexpr std::size_t middle_workers = 2;
   constexpr std::size_t middle_capacity = 32;
   constexpr std::size_t sink_capacity = 16;
