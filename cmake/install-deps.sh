@@ -8,11 +8,11 @@ packages=(
   # toolchain
   g++ cmake ninja-build pkg-config clang-format clang-tidy git ca-certificates curl
   # libraries
-  libtbb-dev libboost-dev prometheus-cpp-dev libsimdjson-dev libcli11-dev libfmt-dev zlib1g-dev
-  # tests
-  libgtest-dev libgmock-dev prometheus spin libxml2-utils
+  libtbb-dev libboost-dev prometheus-cpp-dev libsimdjson-dev libre2-dev libcli11-dev libfmt-dev zlib1g-dev
+  # tests, and the fuzzers (Clang's libFuzzer)
+  libgtest-dev libgmock-dev prometheus spin libxml2-utils clang libclang-rt-14-dev
   # benchmarks and their peers
-  libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev
+  libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev time
 )
 
 missing=()

@@ -1,11 +1,12 @@
 // The --where language: a recursive-descent parser into a small tree, evaluated per record.
 #include "conveyor/stages/filter.hpp"
 
+#include <re2/re2.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <string>
 #include <utility>
 
@@ -134,7 +135,7 @@ struct Filter::Node {
   std::string text;
   double number = 0;
   bool numeric_value = false;
-  std::regex pattern;
+  std::unique_ptr<const re2::RE2> pattern;  // RE2: linear time, bounded memory, thread-safe
 
   [[nodiscard]] bool eval(const Record& r) const {
     switch (kind) {
@@ -181,7 +182,7 @@ struct Filter::Node {
           break;
       }
       const std::string formatted = std::to_string(static_cast<long long>(value));
-      return std::regex_search(formatted, pattern) == (op == Op::match);
+      return re2::RE2::PartialMatch(formatted, *pattern) == (op == Op::match);
     }
     const std::string_view value = text_of(r, field, name);
     if (value.empty() && op != Op::ne) return false;
@@ -202,7 +203,7 @@ struct Filter::Node {
         return value >= text;
       case Op::match:
       case Op::no_match:
-        return std::regex_search(value.begin(), value.end(), pattern) == (op == Op::match);
+        return re2::RE2::PartialMatch(value, *pattern) == (op == Op::match);
     }
     return false;
   }
@@ -314,12 +315,14 @@ class ExpressionParser {
     const std::size_t value_at = at_;
     value(*node);
     if (node->op == Op::match || node->op == Op::no_match) {
-      try {
-        node->pattern = std::regex(node->text, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& error) {
+      re2::RE2::Options options;
+      options.set_log_errors(false);
+      auto pattern = std::make_unique<const re2::RE2>(node->text, options);
+      if (!pattern->ok()) {
         at_ = value_at;
-        fail(std::string("bad regular expression: ") + error.what());
+        fail("bad regular expression: " + pattern->error());
       }
+      node->pattern = std::move(pattern);
     } else if (is_numeric(node->field)) {
       if (!node->numeric_value) {
         at_ = value_at;

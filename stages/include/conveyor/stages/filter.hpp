@@ -1,9 +1,11 @@
 // Filter: the `--where` expression language, parsed once and evaluated per record.
 //
-//   status>=500                      numbers compare as numbers
-//   path~^/api and method==POST      `~` is a regular expression search (ECMAScript), `!~` its
-//   negation not (host=="10.0.0.1" or agent~bot) duration > 0.5 || status == 404 referrer a bare
-//   field: present and not empty
+//   status>=500                       numbers compare as numbers
+//   path~^/api and method==POST       `~` is a regular expression search (RE2 syntax)
+//   not (host=="10.0.0.1" or agent~bot)
+//   duration > 0.5 || status == 404
+//   referrer                          a bare field: present and not empty
+//   path !~ "\.(css|js)$"             `!~` is the negation of `~`
 //
 // Grammar:
 //   expr       := and (("or" | "||") and)*
