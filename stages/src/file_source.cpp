@@ -96,9 +96,9 @@ std::optional<Chunk> FileSource::finish_input() {
     ++in.line;
   } else {
     chunk.text = std::move(in.carry);
-    chunk.text.reserve(chunk.text.size() + read_ahead_padding);
   }
   if (chunk.text.empty() && in.overlong.empty()) return std::nullopt;
+  chunk.text.reserve(chunk.text.size() + read_ahead_padding);
   if (in.input->format == Format::auto_detect) in.input->format = detect_format(chunk.text);
   chunk.input = in.input;
   chunk.first_line = in.line;
@@ -157,13 +157,16 @@ std::optional<Chunk> FileSource::next() {
     std::size_t start = 0;
     if (in.skipping) {
       const std::size_t newline = buffer.find('\n');
+      const std::size_t upto = newline == std::string::npos ? buffer.size() : newline;
+      // The head may still be short of overlong_head when the limit is lower than that.
+      if (in.pending.head.size() < overlong_head) {
+        in.pending.head.append(buffer, 0, std::min(upto, overlong_head - in.pending.head.size()));
+      }
+      in.pending.length += upto;
       if (newline == std::string::npos) {
-        in.pending.length += buffer.size();
         in.offset += buffer.size();
         continue;
       }
-      const std::size_t upto = newline;
-      in.pending.length += upto;
       in.overlong.push_back(std::move(in.pending));
       in.skipping = false;
       ++in.line;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
@@ -104,9 +105,21 @@ std::string_view trim_right(std::string_view text) noexcept {
   return text;
 }
 
+// A finite number: from_chars also reads "inf" and "nan", which no field may hold.
 bool to_number(std::string_view text, double& out) noexcept {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return error == std::errc() && end == text.data() + text.size();
+  return error == std::errc() && end == text.data() + text.size() && std::isfinite(out);
+}
+
+// Epoch seconds (or milliseconds, when the number is too large for seconds) within what an
+// int64_t holds and a calendar date can show: years 0 to 9999.
+bool to_epoch(double number, std::int64_t& out) noexcept {
+  constexpr double first = -62167219200.0;  // 0000-01-01T00:00:00Z
+  constexpr double last = 253402300799.0;   // 9999-12-31T23:59:59Z
+  const double seconds = number > 1e11 ? number / 1000 : number;
+  if (seconds < first || seconds > last) return false;
+  out = static_cast<std::int64_t>(seconds);
+  return true;
 }
 
 class Mapper {
@@ -230,8 +243,7 @@ class Mapper {
         if (is_string) {
           if (!parse_rfc3339(text, record_.time)) return false;
         } else {
-          if (!to_number(text, number)) return false;
-          record_.time = static_cast<std::int64_t>(number > 1e11 ? number / 1000 : number);
+          if (!to_number(text, number) || !to_epoch(number, record_.time)) return false;
         }
         record_.timestamp = text;
         return true;
@@ -240,7 +252,8 @@ class Mapper {
         record_.status = static_cast<int>(number);
         return true;
       case Slot::bytes:
-        if (!to_number(text, number) || number < 0) return false;
+        // Below 2^63, so that it converts.
+        if (!to_number(text, number) || number < 0 || number >= 9.2e18) return false;
         record_.bytes = static_cast<std::int64_t>(number);
         return true;
       case Slot::duration:
@@ -290,6 +303,10 @@ class Mapper {
 }  // namespace
 
 struct JsonParser::State {
+  // On-Demand reads only what it is asked for: a kept field's raw token (a number, an object) is
+  // not checked, yet it is written back as it was. The DOM parser checks the whole line first, so
+  // that only valid JSON becomes a record. It runs the best kernel for the CPU (runtime dispatch).
+  simdjson::dom::parser validator;
   od::parser parser;
   std::string padded;  // the line, with the padding simdjson reads past the end
 };
@@ -300,8 +317,10 @@ JsonParser::~JsonParser() = default;
 ParseError JsonParser::parse(std::string_view line, std::size_t capacity, Record& record,
                              Arena& arena) noexcept {
   record = Record{};
-  while (!line.empty() && (line.front() == ' ' || line.front() == '\t'))
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
     line.remove_prefix(1);
+    --capacity;  // counted from the line's first byte, which just moved
+  }
   if (line.empty() || line.front() != '{') return "not a JSON object";
   try {
     const char* data = line.data();
@@ -311,6 +330,7 @@ ParseError JsonParser::parse(std::string_view line, std::size_t capacity, Record
       data = state_->padded.data();
       capacity = state_->padded.size();
     }
+    if (state_->validator.parse(data, line.size(), false).error()) return "bad JSON";
     od::document document;
     if (state_->parser.iterate(data, line.size(), capacity).get(document)) return "bad JSON";
     od::object object;

@@ -2,7 +2,7 @@
 //
 // A record does not own its strings: they point into the chunk of input it came from, or into the
 // arena of the batch it travels in (JSON strings with escapes are unescaped there). Whoever holds
-// records also holds that storage (see Batch in parsed_batch.hpp).
+// records also holds that storage (see Batch in batch.hpp).
 //
 // Fields that a format does not have stay at their "absent" values: an empty view, -1 for status,
 // bytes, severity and facility, no time, and NaN for duration.
