@@ -15,6 +15,10 @@ if(CONVEYOR_SANITIZE)
   target_compile_options(conveyor_sanitizers INTERFACE
     -fsanitize=${conveyor_sanitize_list} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(conveyor_sanitizers INTERFACE -fsanitize=${conveyor_sanitize_list})
+  # Coverage feedback for libFuzzer in every library the fuzzers link.
+  if(CONVEYOR_BUILD_FUZZERS)
+    target_compile_options(conveyor_sanitizers INTERFACE -fsanitize=fuzzer-no-link)
+  endif()
   if("thread" IN_LIST CONVEYOR_SANITIZE)
     target_compile_definitions(conveyor_sanitizers INTERFACE CONVEYOR_TSAN=1)
   endif()
