@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "conveyor/stages/record.hpp"
@@ -34,25 +35,34 @@ Examples:
   log-ingest run --input /var/log/auth.log --where 'program==sshd and message~Failed'
   zcat old.log.gz | log-ingest run --input - --progress
   log-ingest generate --lines 5000000 --format json > big.jsonl
+  log-ingest generate --size 1GiB --output big.log
 See docs/log-ingest.md for the formats, the filter language and the summary.)";
 
-int generate(std::uint64_t lines, std::uint64_t seed, const std::string& format,
-             const std::string& output) {
+// Writes the generator's lines until `lines` were made or, when `bytes` is not 0, until `bytes`
+// were written (whole lines: the file ends at the first line end past the size).
+int generate(std::uint64_t lines, std::uint64_t bytes, std::uint64_t seed,
+             const std::string& format, const std::string& output) {
   std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "wb");
   if (out == nullptr) {
     std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
     return 1;
   }
   conveyor::log_ingest::SampleGenerator generator(
-      {.lines = lines,
+      {.lines = bytes != 0 ? std::numeric_limits<std::uint64_t>::max() : lines,
        .seed = seed,
        .format = format == "json" ? SampleFormat::json : SampleFormat::combined});
   std::string buffer;
+  std::uint64_t written = 0;
   bool more = true;
   while (more) {
     buffer.clear();
     while (buffer.size() < (1U << 20U) && (more = generator.next(buffer))) {
+      if (bytes != 0 && written + buffer.size() >= bytes) {
+        more = false;
+        break;
+      }
     }
+    written += buffer.size();
     if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size()) {
       std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
       return 1;
@@ -116,7 +126,11 @@ int main_guarded(int argc, char** argv) {
   std::string sample_output = "-";
   CLI::App* generate_command =
       app.add_subcommand("generate", "Write the sample generator's log (for tests and benchmarks)");
+  std::uint64_t size = 0;
   generate_command->add_option("--lines", lines, "Lines to write")->capture_default_str();
+  generate_command
+      ->add_option("--size", size, "Write this much instead (e.g. 1GiB), ending on a whole line")
+      ->transform(CLI::AsSizeValue(false));
   generate_command->add_option("--seed", seed, "Random seed: the same seed, the same bytes")
       ->capture_default_str();
   generate_command->add_option("--format", sample_format, "Log format")
@@ -130,7 +144,7 @@ int main_guarded(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
   }
-  if (*generate_command) return generate(lines, seed, sample_format, sample_output);
+  if (*generate_command) return generate(lines, size, seed, sample_format, sample_output);
   run.format = *conveyor::stages::parse_format(format);
   return conveyor::log_ingest::run_ingest(run);
 }
