@@ -30,12 +30,15 @@ app=build/release/apps/log-ingest/log-ingest
 mkdir -p "$work"
 
 # Runs a command `runs` times; prints "median_seconds peak_rss_kib" (the RSS of the median run).
+# Wall time from the shell's microsecond clock; peak RSS from GNU time.
 measure() {
   local n=$1
   shift
   for _ in $(seq "$n"); do
-    /usr/bin/time -f '%e %M' -o "$work/time.txt" "$@" > /dev/null
-    cat "$work/time.txt"
+    local start=$EPOCHREALTIME
+    /usr/bin/time -f '%M' -o "$work/time.txt" "$@" > /dev/null
+    local end=$EPOCHREALTIME
+    echo "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.4f", b - a }') $(cat "$work/time.txt")"
   done | sort -n | awk '{ t[NR] = $1; m[NR] = $2 } END { i = int((NR + 1) / 2); print t[i], m[i] }'
 }
 
@@ -59,7 +62,7 @@ for format in combined json; do
   read -r one_s one_rss <<< "$(measure "$runs" $(ingest "$file" 1))"
   row() {  # label seconds rss ratio
     awk -v f="$format" -v l="$1" -v s="$2" -v r="$3" -v b="$bytes" -v n="$lines" -v q="$4" \
-      'BEGIN { printf "| %s | %s | %.2f | %.0f | %.0f | %.0f | %s |\n", f, l, s, b / s / 1e6, n / s, r / 1024, q }'
+      'BEGIN { printf "| %s | %s | %.3f | %.0f | %.0f | %.0f | %s |\n", f, l, s, b / s / 1e6, n / s, r / 1024, q }'
   }
   row "wc -l" "$wc_s" "$wc_rss" "1"
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
