@@ -4,10 +4,13 @@
 #include <string_view>
 
 #include "conveyor/stages/parsers.hpp"
+#include "digits.hpp"
 
 namespace conveyor::stages {
 
 namespace {
+
+using detail::digits;
 
 class Cursor {
  public:
@@ -80,14 +83,6 @@ bool number(std::string_view text, std::int64_t& value) noexcept {
   return true;
 }
 
-bool two(std::string_view text, std::size_t at, int& value) noexcept {
-  const char a = text[at];
-  const char b = text[at + 1];
-  if (a < '0' || a > '9' || b < '0' || b > '9') return false;
-  value = (a - '0') * 10 + (b - '0');
-  return true;
-}
-
 // dd/Mon/yyyy:HH:MM:SS +zzzz
 bool clf_time(std::string_view text, std::int64_t& seconds) noexcept {
   if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' || text[14] != ':' ||
@@ -95,23 +90,22 @@ bool clf_time(std::string_view text, std::int64_t& seconds) noexcept {
     return false;
   }
   int day = 0;
-  int year_high = 0;
-  int year_low = 0;
+  int year = 0;
   int hour = 0;
   int minute = 0;
   int second = 0;
   int zone_hours = 0;
   int zone_minutes = 0;
   const int month = month_number(text.substr(3, 3));
-  if (month == 0 || !two(text, 0, day) || !two(text, 7, year_high) || !two(text, 9, year_low) ||
-      !two(text, 12, hour) || !two(text, 15, minute) || !two(text, 18, second) ||
-      !two(text, 22, zone_hours) || !two(text, 24, zone_minutes)) {
+  if (month == 0 || !digits(text, 0, 2, day) || !digits(text, 7, 4, year) ||
+      !digits(text, 12, 2, hour) || !digits(text, 15, 2, minute) || !digits(text, 18, 2, second) ||
+      !digits(text, 22, 2, zone_hours) || !digits(text, 24, 2, zone_minutes)) {
     return false;
   }
   if (day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
   const std::int64_t offset = (std::int64_t{zone_hours} * 3600 + std::int64_t{zone_minutes} * 60) *
                               (text[21] == '-' ? -1 : 1);
-  seconds = epoch_seconds(year_high * 100 + year_low, month, day, hour, minute, second) - offset;
+  seconds = epoch_seconds(year, month, day, hour, minute, second) - offset;
   return true;
 }
 

@@ -3,6 +3,7 @@
 #include <string_view>
 
 #include "conveyor/stages/parsers.hpp"
+#include "digits.hpp"
 
 namespace conveyor::stages {
 
@@ -27,20 +28,7 @@ int month_number(std::string_view name) noexcept {
   return 0;
 }
 
-namespace {
-
-bool digits(std::string_view text, std::size_t at, std::size_t count, int& value) noexcept {
-  if (at + count > text.size()) return false;
-  value = 0;
-  for (std::size_t i = at; i < at + count; ++i) {
-    const char c = text[i];
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  return true;
-}
-
-}  // namespace
+using detail::digits;
 
 bool parse_rfc3339(std::string_view text, std::int64_t& seconds) noexcept {
   int year = 0;
