@@ -35,7 +35,7 @@ namespace conveyor::bench {
 namespace {
 
 constexpr std::uint64_t trivial_items = 500'000;
-constexpr std::uint64_t heavy_items = 20'000;
+constexpr std::uint64_t heavy_items = 200'000;
 constexpr double hops = 2;  // source -> stage -> sink
 
 std::uint64_t mix(std::uint64_t value) noexcept {
@@ -237,7 +237,7 @@ void register_benchmarks() {
                             tbb_pipeline<trivial_work>, trivial_items, tokens));
   }
   timed(RegisterBenchmark("pipeline/cpu_heavy/conveyor", conveyor_pipeline<heavy_work>, heavy_items,
-                          std::size_t{1}, std::size_t{128}));
+                          std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/cpu_heavy_batched/conveyor", conveyor_pipeline<heavy_work>,
                           heavy_items, std::size_t{16}, std::size_t{16}));
   timed(RegisterBenchmark("pipeline/cpu_heavy/single_thread", single_thread_loop<heavy_work>,

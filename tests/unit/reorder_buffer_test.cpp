@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -107,6 +108,42 @@ TEST(ReorderBufferTest, SlotsAreReusedLapAfterLap) {
   ASSERT_EQ(out.size(), 30U);
   for (int i = 0; i < 30; ++i)
     EXPECT_EQ(out[i], i);
+}
+
+TEST(ReorderBufferTest, EarlyWholeEntriesGapsAndPartsMixInOneWindow) {
+  ReorderBuffer<int> buffer(5);
+  std::vector<int> out;
+  buffer.add(Entry<int>{Tag::fresh(4), 40}, Collect{&out});            // early, whole
+  buffer.add(Entry<int>{Tag::fresh(3), std::nullopt}, Collect{&out});  // early gap
+  buffer.add(Entry<int>{Tag::fresh(2).part(1, 2), 21}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(1), 10}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(2).part(0, 2), 20}, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 21, 40}));
+  EXPECT_FALSE(buffer.holding());
+  // The next lap reuses the same slots the other way round.
+  buffer.add(Entry<int>{Tag::fresh(6).part(0, 2), 60}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(6).part(1, 2), 61}, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(5), 50}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 21, 40, 50, 60, 61}));
+}
+
+TEST(ReorderBufferTest, EarlyMoveOnlyItemsAreMovedOutOnce) {
+  ReorderBuffer<std::unique_ptr<int>> buffer(3);
+  std::vector<int> out;
+  auto collect = [&](std::unique_ptr<int>&& value) { out.push_back(*value); };
+  auto item = [](int value) { return std::make_unique<int>(value); };
+  for (int lap = 0; lap < 3; ++lap) {
+    const int base = 3 * lap;
+    std::unique_ptr<int> late = item(base + 2);
+    buffer.add(Tag::fresh(base + 2), &late, collect);
+    std::unique_ptr<int> early = item(base + 1);
+    buffer.add(Tag::fresh(base + 1), &early, collect);
+    std::unique_ptr<int> first = item(base);
+    buffer.add(Tag::fresh(base), &first, collect);
+  }
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
 TEST(ReorderBufferTest, UnsequencedEntriesAreKeptForTheEnd) {

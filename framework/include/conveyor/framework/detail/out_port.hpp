@@ -105,7 +105,11 @@ class OutPort {
       }
       case Tagging::forward:
         if (in_item_) {
-          pending_.push_back(std::move(value));
+          if (first_) {
+            pending_.push_back(std::move(value));
+          } else {
+            first_.emplace(std::move(value));
+          }
           return !worker_.cancelled();
         }
         return send(Entry<T>{Tag::unsequenced(), std::move(value)});
@@ -125,16 +129,15 @@ class OutPort {
   bool end_item() {
     if (!in_item_) return true;
     in_item_ = false;
-    const std::size_t count = pending_.size();
-    bool sent = true;
-    if (count == 0) {
-      sent = send(Entry<T>{current_, std::nullopt});
-    } else if (count == 1) {
-      sent = send(Entry<T>{current_, std::move(pending_.front())});
-    } else {
-      for (std::size_t i = 0; i < count && sent; ++i) {
-        sent = send(Entry<T>{current_.part(i, count), std::move(pending_[i])});
-      }
+    // The first output waits in first_, later ones in pending_: one output, the common case,
+    // costs no vector.
+    std::optional<T> first = std::exchange(first_, std::nullopt);
+    if (!first) return send(Entry<T>{current_, std::nullopt});
+    if (pending_.empty()) return send(Entry<T>{current_, std::move(first)});
+    const std::size_t count = pending_.size() + 1;
+    bool sent = send(Entry<T>{current_.part(0, count), std::move(first)});
+    for (std::size_t i = 1; i < count && sent; ++i) {
+      sent = send(Entry<T>{current_.part(i, count), std::move(pending_[i - 1])});
     }
     pending_.clear();
     return sent;
@@ -327,6 +330,7 @@ class OutPort {
   // Forwarding.
   Tag current_{};
   bool in_item_ = false;
+  std::optional<T> first_;
   std::vector<T> pending_;
   // Batching: one collection per lane for by_key, one in all otherwise.
   std::vector<Batch<T>> collected_;

@@ -1,8 +1,8 @@
 // ReorderBuffer<T>: where a serial_in_order stage keeps what arrives before its turn.
 //
-// One slot per sequence number in [released, released + window), used as a ring. A slot collects
-// the parts of its number (see parcel.hpp) until their widths add up to a whole, then gives their
-// values out by offset. The window gate upstream guarantees that no number outside the window
+// One slot per sequence number in [released, released + window), used as a ring. A slot holds an
+// early whole entry as it is, or collects the parts of its number (see parcel.hpp) until their
+// widths add up to a whole, then gives their values out by offset. The window gate upstream guarantees that no number outside the window
 // arrives, so the buffer never grows: after the first lap its slots' vectors are reused without
 // allocation. Entries without a number (from flush hooks upstream) are kept apart and given out
 // after the stream.
@@ -45,6 +45,11 @@ class ReorderBuffer {
       ++next_;
       if (value != nullptr) deliver(std::move(*value));
       if (slots_[next_ % slots_.size()].covered != Tag::whole) return;
+    } else if (tag.width == Tag::whole) {
+      // Early but whole, the common case behind parallel stages: no list of parts.
+      Slot& slot = slots_[seq % slots_.size()];
+      if (value != nullptr) slot.whole.emplace(std::move(*value));
+      slot.covered = Tag::whole;
     } else {
       Slot& slot = slots_[seq % slots_.size()];
       if (value != nullptr) {
@@ -78,8 +83,10 @@ class ReorderBuffer {
     std::uint64_t offset;
     std::optional<T> value;
   };
+  // A number's entry: whole (`whole`, empty for a gap) or in parts (`parts`), never both.
   struct Slot {
     std::uint64_t covered = 0;
+    std::optional<T> whole;
     std::vector<Part> parts;
   };
 
@@ -91,6 +98,11 @@ class ReorderBuffer {
       slot.covered = 0;
       ++next_;
       // Taken out before the values go out, so that a throwing stage leaves a consistent buffer.
+      if (slot.parts.empty()) {
+        std::optional<T> whole = std::exchange(slot.whole, std::nullopt);
+        if (whole) deliver(std::move(*whole));
+        continue;
+      }
       std::vector<Part> parts = std::exchange(slot.parts, {});
       if (parts.size() > 1) {
         // By offset; the parts themselves stay put (T need not be assignable).
