@@ -45,14 +45,20 @@ namespace fs = std::filesystem;
 using stages::Chunk;
 
 std::atomic<Pipeline*> interrupted_pipeline{nullptr};
+std::atomic<stages::FileSource*> interrupted_source{nullptr};
 std::atomic<bool> interrupted{false};
 
-extern "C" void on_interrupt(int) {
+// Ctrl-C (and SIGTERM): the source stops, even inside a read from a quiet pipe, and what is in
+// flight drains; the summary so far is then written, marked partial.
+extern "C" void on_interrupt(int signal) {
   interrupted.store(true, std::memory_order_relaxed);
+  if (stages::FileSource* source = interrupted_source.load(std::memory_order_acquire)) {
+    source->cancel();  // a lock-free store and a write(2)
+  }
   if (Pipeline* pipeline = interrupted_pipeline.load(std::memory_order_acquire)) {
     pipeline->request_stop();  // lock-free: sets a bit and wakes the workers
   }
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::signal(signal, SIG_DFL);  // a second one ends the process at once
 }
 
 // An output path as the options give it: "" means the default in out_dir.
@@ -218,8 +224,10 @@ int run_ingest(const RunOptions& options) {
            {.name = "summary"});
 
   interrupted.store(false, std::memory_order_relaxed);
+  interrupted_source.store(files.get(), std::memory_order_release);
   interrupted_pipeline.store(&pipeline, std::memory_order_release);
-  const auto previous = std::signal(SIGINT, on_interrupt);
+  const auto previous_int = std::signal(SIGINT, on_interrupt);
+  const auto previous_term = std::signal(SIGTERM, on_interrupt);
   int status = 0;
   try {
     pipeline.run();
@@ -227,8 +235,10 @@ int run_ingest(const RunOptions& options) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
     status = 1;
   }
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
   interrupted_pipeline.store(nullptr, std::memory_order_release);
-  std::signal(SIGINT, previous);
+  interrupted_source.store(nullptr, std::memory_order_release);
 
   try {
     close_output(outputs->records);

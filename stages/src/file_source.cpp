@@ -1,11 +1,10 @@
-// FileSource: chunks of whole lines from files, stdin and gzip streams (zlib's gz* functions,
-// which read gzip and plain input alike).
+// FileSource: chunks of whole lines from files, stdin and gzip streams (read by ByteStream).
 #include "conveyor/stages/file_source.hpp"
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +12,7 @@
 #include <system_error>
 #include <utility>
 
+#include "byte_stream.hpp"
 #include "conveyor/stages/detect.hpp"
 
 namespace conveyor::stages {
@@ -27,7 +27,7 @@ std::string describe_errno(const std::string& path, int error) {
 
 struct FileSource::Open {
   std::shared_ptr<Input> input;
-  gzFile file = nullptr;
+  std::unique_ptr<detail::ByteStream> stream;
   std::string carry;                   // the start of a line whose end has not been read yet
   bool skipping = false;               // inside an overlong line, dropping its bytes
   OverlongLine pending;                // that line
@@ -50,36 +50,39 @@ FileSource::FileSource(std::vector<std::string> paths, FileSourceOptions options
     if (::access(path.c_str(), R_OK) != 0) throw InputError(describe_errno(path, errno));
     if (S_ISREG(status.st_mode)) bytes_total_ += static_cast<std::uint64_t>(status.st_size);
   }
+  cancel_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (cancel_fd_ < 0) {
+    throw InputError("cannot make an eventfd: " + std::generic_category().message(errno));
+  }
 }
 
 FileSource::~FileSource() {
   close_current();
+  ::close(cancel_fd_);
+}
+
+void FileSource::cancel() noexcept {
+  // Async-signal-safe: a lock-free store and write(2). The eventfd stays readable, so every later
+  // wait in a read sees it too.
+  cancelled_.store(true, std::memory_order_relaxed);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(cancel_fd_, &one, sizeof one);
 }
 
 bool FileSource::open_next() {
-  if (next_path_ == paths_.size()) return false;
+  if (next_path_ == paths_.size() || cancelled_.load(std::memory_order_relaxed)) return false;
   const std::string& path = paths_[next_path_];
   const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(describe_errno(path, errno));
-  gzFile file = ::gzdopen(fd, "rb");
-  if (file == nullptr) {
-    ::close(fd);
-    throw InputError("cannot read '" + path + "': out of memory");
-  }
-  ::gzbuffer(file, 256U << 10);
   auto open = std::make_unique<Open>();
+  open->stream = std::make_unique<detail::ByteStream>(fd, path, cancel_fd_);
   open->input = std::make_shared<Input>(Input{path, next_path_, options_.format, false});
-  open->file = file;
   current_ = std::move(open);
   ++next_path_;
   return true;
 }
 
 void FileSource::close_current() noexcept {
-  if (current_ && current_->file != nullptr) {
-    ::gzclose(current_->file);
-    current_->file = nullptr;
-  }
   current_.reset();
 }
 
@@ -113,7 +116,7 @@ std::optional<Chunk> FileSource::next() {
     Open& in = *current_;
     if (in.eof) {
       std::optional<Chunk> last = finish_input();
-      bytes_done_ += static_cast<std::uint64_t>(std::max<z_off_t>(::gzoffset(in.file), 0));
+      bytes_done_ += in.stream->raw_bytes();
       bytes_read_.store(bytes_done_, std::memory_order_relaxed);
       close_current();
       if (last) return last;
@@ -124,31 +127,12 @@ std::optional<Chunk> FileSource::next() {
     in.carry.clear();
     const std::size_t kept = buffer.size();
     buffer.resize(kept + options_.chunk_size);
-    const int got =
-        ::gzread(in.file, buffer.data() + kept, static_cast<unsigned>(options_.chunk_size));
-    if (got < 0) {
-      int code = 0;
-      const char* message = ::gzerror(in.file, &code);
-      throw InputError(
-          "cannot read '" + in.input->name + "': " +
-          (code == Z_ERRNO ? std::generic_category().message(errno) : std::string(message)));
-    }
-    buffer.resize(kept + static_cast<std::size_t>(got));
-    if (!in.input->gzip && ::gzdirect(in.file) == 0) {
-      in.input->gzip = true;
-    }
-    bytes_read_.store(
-        bytes_done_ + static_cast<std::uint64_t>(std::max<z_off_t>(::gzoffset(in.file), 0)),
-        std::memory_order_relaxed);
+    const std::size_t got = in.stream->read(buffer.data() + kept, options_.chunk_size);
+    buffer.resize(kept + got);
+    in.input->gzip = in.stream->gzip();
+    bytes_read_.store(bytes_done_ + in.stream->raw_bytes(), std::memory_order_relaxed);
     if (got == 0) {
-      int code = Z_OK;
-      const char* message = ::gzerror(in.file, &code);
-      if (code != Z_OK) {
-        // A gzip stream cut short reads as the end of the file, with Z_BUF_ERROR set.
-        throw InputError("cannot read '" + in.input->name + "': " +
-                         (code == Z_BUF_ERROR ? "the gzip stream ends early (truncated file?)"
-                                              : std::string(message)));
-      }
+      // The end of the input, or a cancel: what was read so far is handed out either way.
       in.eof = true;
       in.carry = std::move(buffer);
       continue;

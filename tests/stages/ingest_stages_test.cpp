@@ -5,10 +5,16 @@
 #include <simdjson.h>
 #include <zlib.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "conveyor/framework.hpp"
@@ -170,6 +176,98 @@ TEST(FileSource, ACorruptGzipStreamIsAnErrorAfterTheGoodLines) {
       },
       InputError);
   EXPECT_GT(lines, 0U);
+}
+
+TEST(FileSource, ConcatenatedGzipMembersReadThroughAndTrailingBytesAreIgnored) {
+  TempFile first("one\ntwo\n", true);
+  TempFile second("three\n", true);
+  std::string bytes;
+  for (const TempFile* part : {&first, &second}) {
+    std::ifstream in(part->path(), std::ios::binary);
+    bytes.append(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes += std::string(16, '\0');  // padding some tools leave after the last member
+  TempFile joined(bytes);
+  FileSource source({joined.path()}, {});
+  const Read read = read_all(source);
+  ASSERT_EQ(read.lines.size(), 3U);
+  EXPECT_EQ(read.lines[2].second, "three");
+}
+
+TEST(FileSource, ATruncatedGzipHeaderIsAnErrorNamingTheFile) {
+  TempFile cut(std::string("\x1f\x8b\x08", 3));
+  FileSource source({cut.path()}, {});
+  try {
+    (void)source.next();
+    FAIL() << "a truncated gzip stream read without an error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(cut.path()), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("ends early"), std::string::npos) << error.what();
+  }
+}
+
+// A pipe whose write end the test holds, read through /dev/fd as a FileSource input.
+class Pipe {
+ public:
+  Pipe() {
+    if (::pipe(fds_) != 0) throw std::runtime_error("pipe failed");
+  }
+  ~Pipe() {
+    close_writer();
+    ::close(fds_[0]);
+  }
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+  [[nodiscard]] std::string reader_path() const { return "/dev/fd/" + std::to_string(fds_[0]); }
+  void write(const std::string& text) const {
+    ASSERT_EQ(::write(fds_[1], text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  void close_writer() {
+    if (fds_[1] >= 0) ::close(fds_[1]);
+    fds_[1] = -1;
+  }
+
+ private:
+  int fds_[2] = {-1, -1};
+};
+
+TEST(FileSource, LinesFromAPipeComeOutBeforeTheWriterCloses) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(30));
+  Pipe pipe;
+  pipe.write("first\nsecond\nthird without its end");
+  FileSource source({pipe.reader_path()}, {});
+  std::optional<Chunk> chunk = source.next();  // must not wait for a full chunk
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(lines_of(chunk->text), (std::vector<std::string>{"first", "second"}));
+  pipe.write(" and more\n");
+  pipe.close_writer();
+  chunk = source.next();
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(lines_of(chunk->text), (std::vector<std::string>{"third without its end and more"}));
+  EXPECT_FALSE(source.next());
+}
+
+TEST(FileSource, CancelEndsAReadWaitingOnAQuietPipeAndKeepsWhatWasRead) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(30));
+  Pipe pipe;
+  TempFile later("never read\n");
+  pipe.write("one\ntwo\nhalf a li");
+  FileSource source({pipe.reader_path(), later.path()}, {});
+  ASSERT_TRUE(source.next());
+  std::vector<std::string> after_cancel;
+  std::thread reader([&] {
+    while (auto chunk = source.next()) {
+      for (auto& line : lines_of(chunk->text))
+        after_cancel.push_back(line);
+    }
+  });
+  // The reader now waits in a read; give it time to get there, although a cancel that comes
+  // first must end the stream just the same.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  source.cancel();
+  reader.join();
+  EXPECT_EQ(after_cancel, std::vector<std::string>{"half a li"});
+  EXPECT_FALSE(source.next());
 }
 
 TEST(Filter, EvaluatesComparisonsAndBooleans) {

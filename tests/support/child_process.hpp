@@ -1,8 +1,10 @@
 // A child process for integration tests: started with posix_spawn, its stdout read line by line
-// with a timeout, stopped with a signal, and never left behind (the destructor kills and reaps it).
+// with a timeout, its stdin optionally a pipe the test writes to, stopped with a signal, and never
+// left behind (the destructor kills and reaps it).
 #pragma once
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -24,13 +26,18 @@ namespace conveyor::testing {
 
 class ChildProcess {
  public:
-  // Runs argv[0] (a path) with `argv`; its stderr goes to `stderr_path` when one is given.
-  explicit ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path = {}) {
+  // Runs argv[0] (a path) with `argv`; its stderr goes to `stderr_path` when one is given, and
+  // its stdin is a pipe that write_stdin() fills when `pipe_stdin` is set.
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path = {},
+                        bool pipe_stdin = false) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+    int in[2] = {-1, -1};
+    if (pipe_stdin && ::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    if (pipe_stdin) posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
     if (!stderr_path.empty()) {
       posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
                                        O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -44,8 +51,12 @@ class ChildProcess {
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     out_ = fds[0];
+    // The read end stays open here too, so that stdin_unread() can tell what the child has read.
+    stdin_reader_ = in[0];
+    stdin_ = in[1];
     if (error != 0) {
       ::close(out_);
+      close_stdin();
       throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(error));
     }
   }
@@ -59,6 +70,32 @@ class ChildProcess {
       ::waitpid(pid_, nullptr, 0);
     }
     ::close(out_);
+    close_stdin();
+  }
+
+  // Writes all of `text` to the child's stdin pipe.
+  void write_stdin(const std::string& text) {
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t wrote = ::write(stdin_, text.data() + done, text.size() - done);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote < 0) throw std::runtime_error("cannot write to the child's stdin");
+      done += static_cast<std::size_t>(wrote);
+    }
+  }
+
+  // Bytes written to the child's stdin that it has not read yet.
+  [[nodiscard]] int stdin_unread() const {
+    int unread = 0;
+    if (::ioctl(stdin_reader_, FIONREAD, &unread) != 0) return -1;
+    return unread;
+  }
+
+  // Ends the child's stdin (it reads end of file once it has read what was written).
+  void close_stdin() {
+    if (stdin_ >= 0) ::close(stdin_);
+    if (stdin_reader_ >= 0) ::close(stdin_reader_);
+    stdin_ = stdin_reader_ = -1;
   }
 
   // The next line of its stdout, or nullopt at end of file or after `timeout`.
@@ -111,6 +148,8 @@ class ChildProcess {
  private:
   pid_t pid_ = 0;
   int out_ = -1;
+  int stdin_ = -1;         // the write end of its stdin pipe
+  int stdin_reader_ = -1;  // a copy of the read end
   std::string buffer_;
 };
 

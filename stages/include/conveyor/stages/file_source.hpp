@@ -10,9 +10,15 @@
 //   read: the chunk after it reports it in `overlong` (its position, length and first bytes).
 //   Shorter lines are never split between chunks.
 // - With `Format::auto_detect`, each input's format is detected from its first chunk.
+// - A read returns what the input has: from a pipe, lines are handed out as they arrive rather
+//   than once a chunk is full.
+// - `cancel()` ends the input early, even while a read waits on a quiet pipe or terminal: the
+//   lines read so far are handed out (a last line cut short included) and next() then returns
+//   nullopt without opening the remaining inputs.
 //
 // Contract: not thread-safe; one thread calls next(). `bytes_read()` and `bytes_total()` may be
-// read from any thread (for a progress display). The constructor throws InputError naming the
+// read from any thread (for a progress display), and `cancel()` from any thread or a signal
+// handler. The constructor throws InputError naming the
 // file when an input cannot be opened; next() throws InputError on a read error (a corrupt gzip
 // stream, say), after the whole lines before it were returned.
 #pragma once
@@ -50,6 +56,9 @@ class FileSource {
   // The next chunk, or nullopt after the last input's last line.
   std::optional<Chunk> next();
 
+  // Ends the stream early; async-signal-safe.
+  void cancel() noexcept;
+
   // Bytes of the inputs read so far (compressed bytes for gzip), and their total size (0 when
   // unknown: stdin or a pipe).
   [[nodiscard]] std::uint64_t bytes_read() const noexcept {
@@ -73,6 +82,8 @@ class FileSource {
   std::atomic<std::uint64_t> bytes_read_{0};  // relaxed: a progress figure only
   std::uint64_t bytes_done_ = 0;              // of the inputs already closed
   std::uint64_t bytes_total_ = 0;
+  int cancel_fd_ = -1;               // an eventfd, readable once cancelled
+  std::atomic<bool> cancelled_{false};  // relaxed: the eventfd is what a waiting read sees
 };
 
 }  // namespace conveyor::stages

@@ -1,0 +1,94 @@
+// log-ingest interrupted: Ctrl-C (SIGINT) or SIGTERM while it reads a pipe that has gone quiet
+// (the way it runs behind `tail -f`). It must stop reading at once, process every line it had read,
+// exit 0, and write the summary so far marked partial.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "child_process.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string combined_line(int i, int status) {
+  return "10.0.0." + std::to_string(i % 250) + " - - [10/Oct/2024:13:55:36 +0000] \"GET /item/" +
+         std::to_string(i) + " HTTP/1.1\" " + std::to_string(status) +
+         " 100 \"-\" \"curl/8.0\"";
+}
+
+std::uint64_t count_lines(const fs::path& path) {
+  std::ifstream in(path);
+  std::uint64_t lines = 0;
+  for (std::string line; std::getline(in, line);)
+    ++lines;
+  return lines;
+}
+
+class LogIngestSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(LogIngestSignal, StopsAQuietPipeAndWritesThePartialSummary) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("conveyor-log-ingest-signal-" + std::to_string(::getpid()) + "-" +
+                        std::to_string(GetParam()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  conveyor::testing::ChildProcess child({CONVEYOR_LOG_INGEST, "run", "--quiet", "--input", "-",
+                                         "--format", "combined", "--workers", "2", "--out-dir",
+                                         dir.string()},
+                                        (dir / "stderr.txt").string(), /*pipe_stdin=*/true);
+
+  // 1000 good lines (every fifth a 500), one malformed line, and a last line whose newline never
+  // comes; then the pipe goes quiet, still open.
+  constexpr int good = 1000;
+  std::string text;
+  for (int i = 0; i < good; ++i)
+    text += combined_line(i, i % 5 == 0 ? 500 : 200) + "\n";
+  text += "this is not a log line\n";
+  text += combined_line(good, 404);
+  child.write_stdin(text);
+
+  // Wait (bounded) until log-ingest has read all of it.
+  for (int i = 0; i < 1000 && child.stdin_unread() != 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(child.stdin_unread(), 0) << "log-ingest did not read its stdin";
+  std::this_thread::sleep_for(100ms);  // and is back waiting in a read
+  ASSERT_TRUE(child.running());
+
+  const int status = child.stop(GetParam(), 30s);
+  std::ifstream err(dir / "stderr.txt");
+  const std::string errors{std::istreambuf_iterator<char>(err), {}};
+  ASSERT_EQ(status, 0) << "log-ingest did not stop cleanly after the signal; stderr:\n" << errors;
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element summary;
+  ASSERT_EQ(parser.load((dir / "summary.json").string()).get(summary), simdjson::SUCCESS);
+  EXPECT_TRUE(bool(summary["partial"]));
+  EXPECT_EQ(std::uint64_t(summary["lines"]), std::uint64_t{good + 2});
+  EXPECT_EQ(std::uint64_t(summary["records"]), std::uint64_t{good + 1});
+  EXPECT_EQ(std::uint64_t(summary["rejected"]), 1U);
+  EXPECT_EQ(std::uint64_t(summary["by_status"]["500"]), std::uint64_t{good / 5});
+  EXPECT_EQ(std::uint64_t(summary["by_status"]["404"]), 1U);
+  EXPECT_EQ(std::uint64_t(summary["bytes"]), std::uint64_t{100 * (good + 1)});
+  EXPECT_EQ(count_lines(dir / "records.jsonl"), std::uint64_t{good + 1});
+  EXPECT_EQ(count_lines(dir / "dead-letters.jsonl"), 1U);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, LogIngestSignal, ::testing::Values(SIGINT, SIGTERM),
+                         [](const ::testing::TestParamInfo<int>& signal) {
+                           return std::string(signal.param == SIGINT ? "SIGINT" : "SIGTERM");
+                         });
+
+}  // namespace
