@@ -53,10 +53,11 @@ std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int signal) {
   interrupted.store(true, std::memory_order_relaxed);
   if (stages::FileSource* source = interrupted_source.load(std::memory_order_acquire)) {
+    // The files end their stream themselves, after handing out what they had read; a stop
+    // request would drop the chunk a read returns after it.
     source->cancel();  // a lock-free store and a write(2)
-  }
-  if (Pipeline* pipeline = interrupted_pipeline.load(std::memory_order_acquire)) {
-    pipeline->request_stop();  // lock-free: sets a bit and wakes the workers
+  } else if (Pipeline* pipeline = interrupted_pipeline.load(std::memory_order_acquire)) {
+    pipeline->request_stop();  // the embedded sample: lock-free, sets a bit and wakes the workers
   }
   std::signal(signal, SIG_DFL);  // a second one ends the process at once
 }
