@@ -9,7 +9,9 @@
 // The longest deferral matches the supervisor's sweep, which bounds the delay anyway: on the 2-core
 // machine a sleeping consumer's wake-up costs the producer's core several microseconds, and a
 // 200 us bound (one wake per 100 items of 2 us) kept a CPU-heavy pipeline at 1.6x one thread
-// where 1 ms gives about 1.8x.
+// where 1 ms gives about 1.8x. Only consumers whose parcels are cheap are deferred (each consumer
+// says so as it parks, from a moving average of its parcels' busy time): a consumer that spends
+// milliseconds on a parcel (a chunk of a log file) would otherwise idle a millisecond per parcel.
 // Nothing is left owed for long:
 // - the producer delivers what it owes before it sleeps itself (for input, room or the window),
 //   and when it closes its lanes;
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/framework/detail/ticks.hpp"
 
 namespace conveyor::detail {
 
@@ -41,6 +44,15 @@ class DeferredWakes {
   static constexpr std::chrono::microseconds longest_deferral{1000};
   static constexpr std::uint32_t max_deferred = 1024;
   static constexpr std::chrono::milliseconds sweep_interval{1};
+  // A consumer whose parcels take longer than this on average is never left asleep: the wake-up
+  // costs little next to its work, and a deferral would leave a core idle.
+  static constexpr std::chrono::microseconds dear_parcel{50};
+
+  static std::uint64_t dear_parcel_ticks() noexcept {
+    static const std::uint64_t limit =
+        seconds_to_ticks(std::chrono::duration<double>(dear_parcel).count());
+    return limit;
+  }
 
   void set_consumers(std::vector<Doorbell*> consumers) { consumers_ = std::move(consumers); }
 

@@ -58,8 +58,11 @@ class Doorbell {
   Doorbell(const Doorbell&) = delete;
   Doorbell& operator=(const Doorbell&) = delete;
 
-  // Owner: announce a wait, then re-check the condition.
-  void prepare(WaitReason reason) noexcept {
+  // Owner: announce a wait, then re-check the condition. `deferrable`: a ringer may put off
+  // waking the owner for a short while (see deferred_wakes.hpp).
+  void prepare(WaitReason reason, bool deferrable = true) noexcept {
+    // Relaxed: a hint that only ringers read, after the fence below.
+    deferrable_.store(deferrable, std::memory_order_relaxed);
     // Relaxed store: the fence that follows is what orders it before the re-check.
     waiting_.store(reason, std::memory_order_relaxed);
     sync::detail::full_fence();
@@ -112,6 +115,12 @@ class Doorbell {
     return waiting_.load(std::memory_order_relaxed);
   }
 
+  // Ringer, after waits_for: whether the owner's wait may be woken a little later.
+  [[nodiscard]] bool deferrable() const noexcept {
+    // Relaxed: a hint; a deferred wake is always delivered in the end.
+    return deferrable_.load(std::memory_order_relaxed);
+  }
+
  private:
   void take_token() {
     if (cooperative_) {
@@ -130,6 +139,7 @@ class Doorbell {
 
   // Read by every ringer, written only when the owner waits: a line of its own.
   alignas(64) std::atomic<WaitReason> waiting_{WaitReason::none};
+  std::atomic<bool> deferrable_{true};
   const bool cooperative_;
   sync::Semaphore thread_token_;
   sync::CooperativeSemaphore task_token_;

@@ -294,7 +294,7 @@ class OutPort {
       wakes.deferred = 0;
       return;
     }
-    if (wakes.deferred < wakes.limit) {
+    if (wakes.deferred < wakes.limit && consumer.deferrable()) {
       // Let a few more parcels gather first, for a short while.
       const std::uint64_t now = ticks();
       if (wakes.deferred == 0) wakes.first_deferred = now;

@@ -50,6 +50,14 @@ class WorkerContext {
   // Ticks this worker has spent in wait(), for telling busy time from blocked time.
   [[nodiscard]] std::uint64_t blocked_ticks() const noexcept { return blocked_ticks_; }
 
+  // A consumer finished a parcel that kept it busy for `busy` ticks. A consumer whose parcels
+  // are cheap lets its producers defer its wake-ups (deferred_wakes.hpp); one whose parcels are
+  // dear is woken at once, since it would idle while a wake-up waited.
+  void note_parcel(std::uint64_t busy) noexcept {
+    // A moving average over about eight parcels.
+    parcel_ticks_ = parcel_ticks_ - parcel_ticks_ / 8 + busy / 8;
+  }
+
  private:
   template <class Ready, class BeforeSleep>
   bool wait_untimed(WaitReason reason, Ready& ready, BeforeSleep& before_sleep) {
@@ -59,7 +67,7 @@ class WorkerContext {
     for (;;) {
       if (ready()) return true;
       if (control_.cancelled()) return false;
-      bell_.prepare(reason);
+      bell_.prepare(reason, parcel_ticks_ < DeferredWakes::dear_parcel_ticks());
       if (ready() || control_.cancelled()) {
         bell_.cancel();
         continue;
@@ -74,6 +82,7 @@ class WorkerContext {
   const std::size_t index_;
   DeferredWakes* const owed_;
   std::uint64_t blocked_ticks_ = 0;
+  std::uint64_t parcel_ticks_ = 0;
 };
 
 }  // namespace conveyor::detail

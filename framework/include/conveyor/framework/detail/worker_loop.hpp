@@ -32,8 +32,8 @@ class BusyClock {
     blocked_mark_ = worker_.blocked_ticks();
   }
 
-  // Ends the span: `items` items were processed in it.
-  void record(std::uint64_t items) noexcept {
+  // Ends the span: `items` items were processed in it. Returns the span's busy ticks.
+  std::uint64_t record(std::uint64_t items) noexcept {
     const std::uint64_t now = ticks();
     const std::uint64_t blocked = worker_.blocked_ticks() - blocked_mark_;
     const std::uint64_t span = now - mark_;
@@ -43,7 +43,11 @@ class BusyClock {
     counters.record_items(busy, items);
     mark_ = now;
     blocked_mark_ = worker_.blocked_ticks();
+    return busy;
   }
+
+  // Ends the span of one parcel, and tells the worker what the parcel cost (for deferred wakes).
+  void parcel_done(std::uint64_t items) noexcept { worker_.note_parcel(record(items)); }
 
  private:
   WorkerContext& worker_;
@@ -85,7 +89,7 @@ bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
     std::uint64_t items = 0;
     for_each_entry(*parcel, [&](const Tag& tag, T* value) { items += handle(tag, value); });
     recycle(in, *parcel);
-    clock.record(items);
+    clock.parcel_done(items);
     if (worker.cancelled()) return false;
   }
 }
@@ -114,7 +118,7 @@ bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& re
     items = 0;
     for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
     recycle(in, *parcel);
-    clock.record(items);
+    clock.parcel_done(items);
     if (gate != nullptr && reorder.released() != released) gate->advance(reorder.released());
     if (worker.cancelled()) return false;
   }
