@@ -7,7 +7,11 @@
 // because once one side of a hand-off sleeps, the other must spin for longer than a wake-up takes,
 // or every later hand-off costs two sleeps (a "sleep cascade", 30 times slower here). Every
 // `yield_every` rounds the core is given away: when threads outnumber cores, the thread being
-// waited for may be queued behind the spinner.
+// waited for may be queued behind the spinner. A waiter that then slept for long (longer than
+// `long_sleep`: the other side had nothing for it, it was not a hand-off in flight) reports it
+// with `slept_long()`, and the estimate starts again from nothing: a thread that waits
+// milliseconds for its next piece of work would otherwise burn the whole budget, and a few dozen
+// yields, before every sleep, on cores the busy threads need.
 //
 // Contract: any number of threads may share one AdaptiveSpin; the estimate is a relaxed heuristic
 // and carries no synchronisation. `ready` must only read hints; the caller re-checks with the
@@ -16,6 +20,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 
@@ -28,6 +33,7 @@ class AdaptiveSpin {
   static constexpr std::int32_t min_rounds = 64;
   static constexpr std::int32_t max_rounds = 4096;
   static constexpr std::int32_t yield_every = 128;
+  static constexpr std::chrono::microseconds long_sleep{100};
 
   // Spins until `ready()` returns true (then true) or the learnt budget is spent (then false).
   template <class Ready>
@@ -48,6 +54,9 @@ class AdaptiveSpin {
     estimate_.store(estimate + (limit - estimate) / 4, std::memory_order_relaxed);
     return false;
   }
+
+  // After a failed spin, the waiter slept longer than long_sleep.
+  void slept_long() noexcept { estimate_.store(0, std::memory_order_relaxed); }
 
  private:
   std::atomic<std::int32_t> estimate_{0};

@@ -10,6 +10,7 @@ inline bool Semaphore::spin_then_try() noexcept {
 
 inline void Semaphore::acquire_slow() {
   if (spin_then_try()) return;
+  const auto asleep = std::chrono::steady_clock::now();
   // seq_cst: the store half of the Dekker pairing with release(); see "Memory ordering".
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   for (;;) {
@@ -24,6 +25,9 @@ inline void Semaphore::acquire_slow() {
     }
   }
   waiters_.fetch_sub(1, std::memory_order_relaxed);
+  if (std::chrono::steady_clock::now() - asleep > detail::AdaptiveSpin::long_sleep) {
+    spin_.slept_long();
+  }
 }
 
 inline bool Semaphore::try_acquire_until_slow(std::chrono::steady_clock::time_point deadline) {
