@@ -216,11 +216,12 @@ int run_ingest(const RunOptions& options) {
                                          .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      stage(stages::AggregateStage{}, {.name = "aggregate",
-                                       .mode = Mode::parallel,
-                                       .workers = workers,
-                                       .channel = Channel::queue(16),
-                                       .dispatch = Dispatch::by_key(&stages::Slice::partition)}) |
+      stage(stages::AggregateStage{},
+            {.name = "aggregate",
+             .mode = Mode::parallel,
+             .workers = workers,
+             .channel = Channel::queue(16),
+             .dispatch = Dispatch::by_partition(&stages::Slice::partition)}) |
       sink([&summary](stages::Summary partial) { summary.merge(std::move(partial)); },
            {.name = "summary"});
 

@@ -386,7 +386,7 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
       conveyor::stage(AggregateStage{},
                       {.mode = conveyor::Mode::parallel,
                        .workers = 2,
-                       .dispatch = conveyor::Dispatch::by_key(&Slice::partition)}) |
+                       .dispatch = conveyor::Dispatch::by_partition(&Slice::partition)}) |
       conveyor::sink([&](Summary partial) { summary.merge(std::move(partial)); });
   pipeline.run();
   std::fclose(outputs->records.file);

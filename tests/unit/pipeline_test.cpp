@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -209,6 +210,36 @@ TEST(PipelineTest, ByKeyTakesACallableKey) {
             .dispatch = Dispatch::by_key([](const std::uint64_t& x) { return x / 10; })});
   p.run();
   EXPECT_EQ(count.load(), 100U);
+}
+
+TEST(PipelineTest, ByPartitionSendsPartitionNModuloTheWorkerCount) {
+  Watchdog watchdog;
+  Pipeline p;
+  constexpr std::uint64_t workers = 3;
+  std::mutex mutex;
+  std::map<std::uint64_t, std::set<std::size_t>> workers_of;  // partition -> workers that got it
+  std::atomic<std::uint64_t> total{0};
+  p.source(count_to(6000)) | stage([](std::uint64_t x) {
+    return Keyed{x % 12, x};
+  }) |
+      stage(
+          [&](Keyed k, Emit<std::uint64_t>& emit) {
+            {
+              std::lock_guard lock(mutex);
+              workers_of[k.key].insert(emit.worker());
+            }
+            emit(k.value);
+          },
+          {.mode = Mode::parallel,
+           .workers = workers,
+           .dispatch = Dispatch::by_partition(&Keyed::key)}) |
+      sink([&](std::uint64_t x) { total.fetch_add(x, std::memory_order_relaxed); });
+  p.run();
+  EXPECT_EQ(total.load(), 5999U * 6000U / 2);
+  ASSERT_EQ(workers_of.size(), 12U);
+  for (const auto& [partition, seen_by] : workers_of) {
+    EXPECT_EQ(seen_by, std::set<std::size_t>{partition % workers}) << "partition " << partition;
+  }
 }
 
 TEST(PipelineTest, BroadcastGivesEveryWorkerEveryItem) {

@@ -79,10 +79,33 @@ class Dispatch {
     return dispatch;
   }
 
+  // Worker `partition(item) % workers`, for items that already carry a partition number (a hash
+  // their producer computed, say): numbers 0..n-1 spread evenly over the workers, where hashing
+  // them again could put most of a few partitions on one worker. The same key function forms as
+  // by_key; the partition is an unsigned integer. Items of one partition meet on one worker.
+  template <class Item = void, class Key>
+  static Dispatch by_partition(Key key) {
+    using item_type = std::conditional_t<std::is_void_v<Item>, detail::key_argument_t<Key>, Item>;
+    static_assert(!std::is_void_v<item_type>,
+                  "Dispatch::by_partition: cannot tell which item type the key function takes; "
+                  "name it: Dispatch::by_partition<Item>(key)");
+    Dispatch dispatch(Kind::by_key);
+    dispatch.item_type_ = typeid(item_type);
+    dispatch.hash_ = [key = std::move(key)](const void* item) -> std::uint64_t {
+      const auto& value = *static_cast<const item_type*>(item);
+      const auto partition = std::invoke(key, value);
+      static_assert(std::is_unsigned_v<std::decay_t<decltype(partition)>>,
+                    "Dispatch::by_partition: the partition must be an unsigned integer");
+      return static_cast<std::uint64_t>(partition);
+    };
+    return dispatch;
+  }
+
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   // by_key: the type the key function takes.
   [[nodiscard]] std::type_index item_type() const noexcept { return item_type_; }
-  // by_key: the hash of an item of item_type().
+  // by_key and by_partition: the hash of an item of item_type() (its partition, for
+  // by_partition).
   [[nodiscard]] std::uint64_t hash(const void* item) const { return hash_(item); }
 
  private:

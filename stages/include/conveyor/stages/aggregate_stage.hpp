@@ -1,7 +1,8 @@
 // AggregateStage: Slices -> one partial Summary per worker, at the end of the stream.
 //
 //   conveyor::stage(AggregateStage{}, {.mode = conveyor::Mode::parallel, .workers = n,
-//                                      .dispatch = conveyor::Dispatch::by_key(&Slice::partition)})
+//                                      .dispatch =
+//                                      conveyor::Dispatch::by_partition(&Slice::partition)})
 //
 // Keyed by partition, so each worker owns its partitions' counts outright: no lock and no shared
 // atomic per record. Its flush hook emits the worker's partial; a serial sink merges them
