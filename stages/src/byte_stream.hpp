@@ -1,11 +1,11 @@
 // ByteStream: the bytes of one input (a file, stdin or a pipe), inflated when it is gzip.
 //
 // Each read() is one read(2) of what the input has (a pipe's reader gets lines as soon as they are
-// written, not once a buffer fills), and it waits in poll(2) together with a cancel descriptor: once
-// that descriptor is readable, the stream ends as if at the end of the input, even while it waited
-// on a quiet pipe. Gzip is recognised by its magic number at the start and inflated with zlib's
-// inflate; concatenated members are read through, and what follows the last member is ignored
-// (as gzip(1) and zlib's gzread do).
+// written, not once a buffer fills), and it waits in poll(2) together with a cancel descriptor:
+// once that descriptor is readable, the stream ends as if at the end of the input, even while it
+// waited on a quiet pipe. Gzip is recognised by its magic number at the start and inflated with
+// zlib's inflate; concatenated members are read through, and what follows the last member is
+// ignored (as gzip(1) and zlib's gzread do).
 //
 // Contract: one thread uses a ByteStream. It owns `fd` and closes it. read() throws InputError
 // naming the input on a read error, on corrupt gzip data, and when a gzip stream ends early; the
@@ -55,10 +55,10 @@ class ByteStream {
   bool started_ = false;
   bool gzip_ = false;
   bool cancelled_ = false;
-  bool ended_ = false;       // gzip: no more members
-  bool in_member_ = false;   // gzip: inside a member, so its end is still due
-  bool inflating_ = false;   // inflateInit2 succeeded, inflateEnd is owed
-  std::string error_;        // gzip: an error found after some output, due on the next read
+  bool ended_ = false;      // gzip: no more members
+  bool in_member_ = false;  // gzip: inside a member, so its end is still due
+  bool inflating_ = false;  // inflateInit2 succeeded, inflateEnd is owed
+  std::string error_;       // gzip: an error found after some output, due on the next read
   std::uint64_t raw_bytes_ = 0;
   std::vector<unsigned char> raw_;  // bytes read but not yet consumed: [raw_begin_, raw_end_)
   std::size_t raw_begin_ = 0;

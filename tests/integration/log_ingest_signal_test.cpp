@@ -23,8 +23,7 @@ using namespace std::chrono_literals;
 
 std::string combined_line(int i, int status) {
   return "10.0.0." + std::to_string(i % 250) + " - - [10/Oct/2024:13:55:36 +0000] \"GET /item/" +
-         std::to_string(i) + " HTTP/1.1\" " + std::to_string(status) +
-         " 100 \"-\" \"curl/8.0\"";
+         std::to_string(i) + " HTTP/1.1\" " + std::to_string(status) + " 100 \"-\" \"curl/8.0\"";
 }
 
 std::uint64_t count_lines(const fs::path& path) {
@@ -39,15 +38,15 @@ class LogIngestSignal : public ::testing::TestWithParam<int> {};
 
 TEST_P(LogIngestSignal, StopsAQuietPipeAndWritesThePartialSummary) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir = fs::temp_directory_path() /
-                       ("conveyor-log-ingest-signal-" + std::to_string(::getpid()) + "-" +
-                        std::to_string(GetParam()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-log-ingest-signal-" + std::to_string(::getpid()) +
+                                   "-" + std::to_string(GetParam()));
   fs::remove_all(dir);
   fs::create_directories(dir);
-  conveyor::testing::ChildProcess child({CONVEYOR_LOG_INGEST, "run", "--quiet", "--input", "-",
-                                         "--format", "combined", "--workers", "2", "--out-dir",
-                                         dir.string()},
-                                        (dir / "stderr.txt").string(), /*pipe_stdin=*/true);
+  conveyor::testing::ChildProcess child(
+      {CONVEYOR_LOG_INGEST, "run", "--quiet", "--input", "-", "--format", "combined", "--workers",
+       "2", "--out-dir", dir.string()},
+      (dir / "stderr.txt").string(), /*pipe_stdin=*/true);
 
   // 1000 good lines (every fifth a 500), one malformed line, and a last line whose newline never
   // comes; then the pipe goes quiet, still open.

@@ -4,10 +4,10 @@
 #pragma once
 
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

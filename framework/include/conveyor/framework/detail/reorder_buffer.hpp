@@ -2,10 +2,10 @@
 //
 // One slot per sequence number in [released, released + window), used as a ring. A slot holds an
 // early whole entry as it is, or collects the parts of its number (see parcel.hpp) until their
-// widths add up to a whole, then gives their values out by offset. The window gate upstream guarantees that no number outside the window
-// arrives, so the buffer never grows: after the first lap its slots' vectors are reused without
-// allocation. Entries without a number (from flush hooks upstream) are kept apart and given out
-// after the stream.
+// widths add up to a whole, then gives their values out by offset. The window gate upstream
+// guarantees that no number outside the window arrives, so the buffer never grows: after the first
+// lap its slots' vectors are reused without allocation. Entries without a number (from flush hooks
+// upstream) are kept apart and given out after the stream.
 //
 // Contract: used by one worker only.
 #pragma once
