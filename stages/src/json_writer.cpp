@@ -3,7 +3,9 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 namespace conveyor::stages {
 
@@ -132,6 +134,17 @@ constexpr std::string_view all_fields[] = {
     "time",     "host",  "user",     "method",   "path",     "protocol", "status", "bytes",
     "referrer", "agent", "duration", "facility", "severity", "program",  "pid",    "message"};
 
+// Whether any of the 8 bytes in `word` needs a look: a control character, '"', '\\' or a byte of
+// a multi-byte UTF-8 sequence (the usual zero-byte tests on a 64-bit word).
+constexpr bool needs_look(std::uint64_t word) noexcept {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL;
+  constexpr std::uint64_t highs = 0x8080808080808080ULL;
+  const auto has_zero = [](std::uint64_t x) { return ((x - ones) & ~x & highs) != 0; };
+  const bool control = ((word - ones * 0x20) & ~word & highs) != 0;
+  return control || (word & highs) != 0 || has_zero(word ^ (ones * '"')) ||
+         has_zero(word ^ (ones * '\\'));
+}
+
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
@@ -139,6 +152,15 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
   std::size_t run = 0;  // start of the bytes that need no escaping
   for (std::size_t i = 0; i < text.size();) {
+    // Plain ASCII eight bytes at a time: most of a log line.
+    if (i + 8 <= text.size()) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, sizeof word);
+      if (!needs_look(word)) {
+        i += 8;
+        continue;
+      }
+    }
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
       ++i;
@@ -205,12 +227,30 @@ std::string format_time(std::int64_t seconds) {
   const std::int64_t day = day_of_year - (153 * mp + 2) / 5 + 1;
   const std::int64_t month = mp < 10 ? mp + 3 : mp - 9;
   const std::int64_t year = year_of_era + era * 400 + (month <= 2 ? 1 : 0);
-  std::array<char, 128> buffer{};
-  std::snprintf(buffer.data(), buffer.size(), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
-                static_cast<long long>(year), static_cast<long long>(month),
-                static_cast<long long>(day), static_cast<long long>(rest / 3600),
-                static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60));
-  return buffer.data();
+  // The parsers keep years within 0..9999 (time.cpp); anything else is written in full.
+  if (year < 0 || year > 9999) {
+    std::array<char, 128> buffer{};
+    std::snprintf(buffer.data(), buffer.size(), "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ",
+                  static_cast<long long>(year), static_cast<long long>(month),
+                  static_cast<long long>(day), static_cast<long long>(rest / 3600),
+                  static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60));
+    return buffer.data();
+  }
+  // One per record: fixed-width digits, without printf's format parsing.
+  std::string text = "0000-00-00T00:00:00Z";
+  const auto put = [&text](std::size_t at, std::size_t width, std::int64_t value) {
+    for (std::size_t i = at + width; i > at; --i) {
+      text[i - 1] = static_cast<char>('0' + value % 10);
+      value /= 10;
+    }
+  };
+  put(0, 4, year);
+  put(5, 2, month);
+  put(8, 2, day);
+  put(11, 2, rest / 3600);
+  put(14, 2, rest / 60 % 60);
+  put(17, 2, rest % 60);
+  return text;
 }
 
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,

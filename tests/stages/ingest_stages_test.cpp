@@ -324,6 +324,30 @@ TEST(JsonWriter, EscapesControlBytesAndReplacesInvalidUtf8) {
   EXPECT_EQ(format_time(-1), "1969-12-31T23:59:59Z");
 }
 
+TEST(JsonWriter, EscapesWhateverWordOfTheStringTheByteFallsIn) {
+  // The escaper skips plain ASCII eight bytes at a time: put each kind of byte at every offset.
+  const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
+                                                       {"\\", "\\\\"},
+                                                       {"\n", "\\n"},
+                                                       {std::string(1, '\0'), "\\u0000"},
+                                                       {"\x1f", "\\u001f"},
+                                                       {"\x7f", "\x7f"},
+                                                       {"\xc3\xa9", "\xc3\xa9"},
+                                                       {"\xff", "\\ufffd"},
+                                                       {"\xe2\x82", "\\ufffd\\ufffd"},
+                                                       {" ", " "}};
+  for (const auto& [byte, escaped] : cases) {
+    for (std::size_t at = 0; at <= 20; ++at) {
+      const std::string text = std::string(at, 'a') + byte + std::string(20 - at, 'b');
+      std::string out;
+      append_json_string(out, text);
+      EXPECT_EQ(out, '"' + std::string(at, 'a') + escaped + std::string(20 - at, 'b') + '"')
+          << "offset " << at;
+    }
+  }
+  EXPECT_EQ(format_time(253402300799), "9999-12-31T23:59:59Z");
+}
+
 TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
   Summary whole;
   Summary a;
