@@ -104,7 +104,9 @@ int main_guarded(int argc, char** argv) {
   run_command->add_option("--out-dir", run.out_dir, "Where the default outputs go")
       ->capture_default_str();
   run_command
-      ->add_option("--workers", run.workers, "Parse and aggregation workers (0: one per core)")
+      ->add_option("--workers", run.workers,
+                   "Cores to use: parse and aggregation workers, and on files the threads every "
+                   "stage shares (0: one per core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   run_command->add_flag("--progress", run.progress,

@@ -179,7 +179,15 @@ int run_ingest(const RunOptions& options) {
     return chunk;
   };
 
-  Pipeline pipeline({.name = "log-ingest", .sample_interval = std::chrono::milliseconds(200)});
+  // Reading files (or the embedded sample) never waits for long, so the whole pipeline runs on a
+  // oneTBB arena of `workers` threads: --workers is the number of cores the run uses, and one
+  // worker is one thread. A pipe or a terminal may keep the reader waiting for minutes, which
+  // would hold one of the arena's threads; then every stage has a thread of its own, so that what
+  // was read is processed meanwhile.
+  const bool may_wait = files && !files->regular_files();
+  Pipeline pipeline({.name = "log-ingest",
+                     .executor = may_wait ? Executor::threads() : Executor::tbb(workers),
+                     .sample_interval = std::chrono::milliseconds(200)});
   if (options.progress) {
     pipeline.add_observer(std::make_shared<ProgressBar>(
         [&] { return files ? files->bytes_read() : sample->bytes_read(); },

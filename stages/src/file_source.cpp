@@ -43,9 +43,13 @@ FileSource::FileSource(std::vector<std::string> paths, FileSourceOptions options
   options_.chunk_size = std::max<std::size_t>(options_.chunk_size, 4096);
   options_.max_line_length = std::max<std::size_t>(options_.max_line_length, 1);
   for (const std::string& path : paths_) {
-    if (path == "-") continue;
     struct stat status {};
+    if (path == "-") {
+      if (::fstat(STDIN_FILENO, &status) != 0 || !S_ISREG(status.st_mode)) regular_files_ = false;
+      continue;
+    }
     if (::stat(path.c_str(), &status) != 0) throw InputError(describe_errno(path, errno));
+    if (!S_ISREG(status.st_mode)) regular_files_ = false;
     if (S_ISDIR(status.st_mode)) throw InputError("cannot read '" + path + "': it is a directory");
     if (::access(path.c_str(), R_OK) != 0) throw InputError(describe_errno(path, errno));
     if (S_ISREG(status.st_mode)) bytes_total_ += static_cast<std::uint64_t>(status.st_size);

@@ -158,6 +158,25 @@ TEST_F(LogIngest, NasaCommonLogParsesAndMatchesAwk) {
   EXPECT_EQ(records_that_parse(), number(s, "records"));
 }
 
+TEST_F(LogIngest, OneWorkerOnOneThreadWritesWhatThreeWorkersWrite) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
+  const fs::path input = data / "nasa-http-clf" / "NASA_access_log_Aug95.first20000";
+  std::string records[2];
+  std::string summaries[2];
+  for (const int workers : {1, 3}) {
+    ASSERT_EQ(ingest(input, "common", "--workers " + std::to_string(workers)), 0)
+        << read("stderr.txt");
+    records[workers == 1 ? 0 : 1] = read("records.jsonl");
+    const auto s = summary();
+    summaries[workers == 1 ? 0 : 1] = simdjson::minify(s["by_status"]) +
+                                      simdjson::minify(s["top_paths"]) +
+                                      std::to_string(number(s, "bytes"));
+  }
+  EXPECT_EQ(records[0], records[1]) << "the records, in the input's order";
+  EXPECT_EQ(summaries[0], summaries[1]);
+  EXPECT_FALSE(records[0].empty());
+}
+
 TEST_F(LogIngest, AuthLogParsesAsSyslog) {
   const fs::path input = data / "elastic-auth-log" / "auth.log";
   ASSERT_EQ(ingest(input, "auto"), 0) << read("stderr.txt");

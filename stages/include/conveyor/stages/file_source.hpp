@@ -66,6 +66,10 @@ class FileSource {
   }
   [[nodiscard]] std::uint64_t bytes_total() const noexcept { return bytes_total_; }
 
+  // Whether every input is a regular file (stdin too, when it is redirected from one): reading
+  // never waits for a writer.
+  [[nodiscard]] bool regular_files() const noexcept { return regular_files_; }
+
   // Bytes of an overlong line's head that a chunk keeps.
   static constexpr std::size_t overlong_head = 1024;
 
@@ -82,7 +86,8 @@ class FileSource {
   std::atomic<std::uint64_t> bytes_read_{0};  // relaxed: a progress figure only
   std::uint64_t bytes_done_ = 0;              // of the inputs already closed
   std::uint64_t bytes_total_ = 0;
-  int cancel_fd_ = -1;               // an eventfd, readable once cancelled
+  bool regular_files_ = true;
+  int cancel_fd_ = -1;                  // an eventfd, readable once cancelled
   std::atomic<bool> cancelled_{false};  // relaxed: the eventfd is what a waiting read sees
 };
 
