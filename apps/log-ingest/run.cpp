@@ -51,6 +51,7 @@ std::atomic<bool> interrupted{false};
 // Ctrl-C (and SIGTERM): the source stops, even inside a read from a quiet pipe, and what is in
 // flight drains; the summary so far is then written, marked partial.
 extern "C" void on_interrupt(int signal) {
+  const int saved_errno = errno;  // write(2) and the futex wake below may change it
   interrupted.store(true, std::memory_order_relaxed);
   if (stages::FileSource* source = interrupted_source.load(std::memory_order_acquire)) {
     // The files end their stream themselves, after handing out what they had read; a stop
@@ -60,6 +61,7 @@ extern "C" void on_interrupt(int signal) {
     pipeline->request_stop();  // the embedded sample: lock-free, sets a bit and wakes the workers
   }
   std::signal(signal, SIG_DFL);  // a second one ends the process at once
+  errno = saved_errno;
 }
 
 // An output path as the options give it: "" means the default in out_dir.

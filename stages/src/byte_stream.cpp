@@ -79,15 +79,18 @@ bool ByteStream::ensure(std::size_t count) {
 void ByteStream::start() {
   started_ = true;
   raw_.resize(raw_capacity);
-  // A pipe may deliver the first two bytes one at a time.
-  gzip_ = ensure(2) && raw_[raw_begin_] == gzip_magic_0 && raw_[raw_begin_ + 1] == gzip_magic_1;
-  if (!gzip_) return;
+  // The first byte decides unless it is gzip's first; a pipe may deliver the second later (and a
+  // one-byte first line must not wait for it).
+  if (!ensure(1) || raw_[raw_begin_] != gzip_magic_0) return;
+  if (!ensure(2) || raw_[raw_begin_ + 1] != gzip_magic_1) return;
   if (::inflateInit2(&zlib_, gzip_window_bits) != Z_OK) fail("out of memory");
   inflating_ = true;
+  gzip_ = true;
   in_member_ = true;
 }
 
 std::size_t ByteStream::read(char* out, std::size_t size) {
+  if (size == 0) return 0;
   if (!started_) start();
   if (gzip_) return inflate_into(out, size);
   if (raw_begin_ < raw_end_) {

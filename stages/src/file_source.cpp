@@ -76,10 +76,18 @@ void FileSource::cancel() noexcept {
 bool FileSource::open_next() {
   if (next_path_ == paths_.size() || cancelled_.load(std::memory_order_relaxed)) return false;
   const std::string& path = paths_[next_path_];
-  const int fd = path == "-" ? ::dup(STDIN_FILENO) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = path == "-" ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0)
+                             : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(describe_errno(path, errno));
+  std::unique_ptr<detail::ByteStream> stream;
+  try {
+    stream = std::make_unique<detail::ByteStream>(fd, path, cancel_fd_);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
   auto open = std::make_unique<Open>();
-  open->stream = std::make_unique<detail::ByteStream>(fd, path, cancel_fd_);
+  open->stream = std::move(stream);
   open->input = std::make_shared<Input>(Input{path, next_path_, options_.format, false});
   current_ = std::move(open);
   ++next_path_;

@@ -150,16 +150,18 @@ constexpr bool needs_look(std::uint64_t word) noexcept {
 void append_json_string(std::string& out, std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   out += '"';
-  std::size_t run = 0;  // start of the bytes that need no escaping
+  std::size_t run = 0;       // start of the bytes that need no escaping
+  std::size_t bytewise = 0;  // below this, a word had something to look at: byte by byte
   for (std::size_t i = 0; i < text.size();) {
     // Plain ASCII eight bytes at a time: most of a log line.
-    if (i + 8 <= text.size()) {
+    if (i >= bytewise && i + 8 <= text.size()) {
       std::uint64_t word = 0;
       std::memcpy(&word, text.data() + i, sizeof word);
       if (!needs_look(word)) {
         i += 8;
         continue;
       }
+      bytewise = i + 8;
     }
     const auto c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {

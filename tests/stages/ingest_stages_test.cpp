@@ -247,6 +247,16 @@ TEST(FileSource, LinesFromAPipeComeOutBeforeTheWriterCloses) {
   EXPECT_FALSE(source.next());
 }
 
+TEST(FileSource, AOneByteFirstLineFromAPipeDoesNotWaitForASecondByte) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(30));
+  Pipe pipe;
+  pipe.write("\n");
+  FileSource source({pipe.reader_path()}, {});
+  std::optional<Chunk> chunk = source.next();
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(lines_of(chunk->text), std::vector<std::string>{""});
+}
+
 TEST(FileSource, CancelEndsAReadWaitingOnAQuietPipeAndKeepsWhatWasRead) {
   conveyor::testing::Watchdog watchdog(std::chrono::seconds(30));
   Pipe pipe;

@@ -94,7 +94,8 @@ class Dispatch {
     dispatch.hash_ = [key = std::move(key)](const void* item) -> std::uint64_t {
       const auto& value = *static_cast<const item_type*>(item);
       const auto partition = std::invoke(key, value);
-      static_assert(std::is_unsigned_v<std::decay_t<decltype(partition)>>,
+      using partition_type = std::decay_t<decltype(partition)>;
+      static_assert(std::is_unsigned_v<partition_type> && !std::is_same_v<partition_type, bool>,
                     "Dispatch::by_partition: the partition must be an unsigned integer");
       return static_cast<std::uint64_t>(partition);
     };

@@ -33,7 +33,8 @@ class AdaptiveSpin {
   static constexpr std::int32_t min_rounds = 64;
   static constexpr std::int32_t max_rounds = 4096;
   static constexpr std::int32_t yield_every = 128;
-  static constexpr std::chrono::microseconds long_sleep{100};
+  // Well above a wake-up's latency, even on a busy virtual machine: a hand-off is never this slow.
+  static constexpr std::chrono::microseconds long_sleep{500};
 
   // Spins until `ready()` returns true (then true) or the learnt budget is spent (then false).
   template <class Ready>
