@@ -99,7 +99,13 @@ struct NoObserver {
   [[nodiscard]] bool healthy() const { return true; }
 };
 
-template <std::uint64_t (*Work)(std::uint64_t), class Attached = NoObserver>
+// Where the pipeline's workers run: a thread each (the default), or tasks on a oneTBB arena of
+// two threads (the cooperative executor), which keeps four workers from sharing two cores
+// through the kernel's scheduler.
+enum class Run { threads, arena };
+
+template <std::uint64_t (*Work)(std::uint64_t), class Attached = NoObserver,
+          Run where = Run::threads>
 void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
                        std::size_t capacity) {
   const std::uint64_t expected = expected_sum(items, Work);
@@ -109,7 +115,8 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
   for (auto _ : state) {
     sum = 0;
     const auto start = std::chrono::steady_clock::now();
-    Pipeline p({.name = "bench"});
+    Pipeline p({.name = "bench",
+                .executor = where == Run::arena ? Executor::tbb(2) : Executor::threads()});
     attached.attach(p);
     p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
       if (next == items) return std::nullopt;
@@ -224,6 +231,12 @@ void register_benchmarks() {
                           trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
                           trivial_items, std::size_t{64}, std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages/conveyor_arena",
+                          conveyor_pipeline<trivial_work, NoObserver, Run::arena>, trivial_items,
+                          std::size_t{1}, std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_arena",
+                          conveyor_pipeline<trivial_work, NoObserver, Run::arena>, trivial_items,
+                          std::size_t{64}, std::size_t{64}));
 #ifdef CONVEYOR_BENCH_PROMETHEUS
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_with_exporter",
                           conveyor_pipeline<trivial_work, Exporter>, trivial_items, std::size_t{1},
@@ -240,6 +253,9 @@ void register_benchmarks() {
                           std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/cpu_heavy_batched/conveyor", conveyor_pipeline<heavy_work>,
                           heavy_items, std::size_t{16}, std::size_t{16}));
+  timed(RegisterBenchmark("pipeline/cpu_heavy/conveyor_arena",
+                          conveyor_pipeline<heavy_work, NoObserver, Run::arena>, heavy_items,
+                          std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/cpu_heavy/single_thread", single_thread_loop<heavy_work>,
                           heavy_items));
   for (std::size_t tokens : {4U, 16U}) {

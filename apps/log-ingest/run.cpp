@@ -17,14 +17,17 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "conveyor/framework.hpp"
 #include "conveyor/stages/aggregate_stage.hpp"
 #include "conveyor/stages/file_source.hpp"
 #include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/memory_source.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/summary.hpp"
@@ -35,6 +38,7 @@
 #ifdef CONVEYOR_HAS_PROMETHEUS
 #include "conveyor/prometheus/metrics_server.hpp"
 #include "conveyor/prometheus/pipeline_metrics.hpp"
+#include "live_metrics.hpp"
 #endif
 
 namespace conveyor::log_ingest {
@@ -187,9 +191,15 @@ int run_ingest(const RunOptions& options) {
   // would hold one of the arena's threads; then every stage has a thread of its own, so that what
   // was read is processed meanwhile.
   const bool may_wait = files && !files->regular_files();
+  // The counts so far, which the aggregation workers update together and the metrics endpoint
+  // reads (a GroupLock with the groups "update" and "snapshot"). Declared before the pipeline,
+  // which reports its lock's statistics.
+  auto live = std::make_shared<Shared<stages::LiveTotals>>(
+      "live-totals", std::vector<std::string>{"update", "snapshot"}, stages::LiveTotals(workers));
   Pipeline pipeline({.name = "log-ingest",
                      .executor = may_wait ? Executor::threads() : Executor::tbb(workers),
                      .sample_interval = std::chrono::milliseconds(200)});
+  pipeline.track(*live);
   if (options.progress) {
     pipeline.add_observer(std::make_shared<ProgressBar>(
         [&] { return files ? files->bytes_read() : sample->bytes_read(); },
@@ -207,6 +217,7 @@ int run_ingest(const RunOptions& options) {
     }
     auto metrics = std::make_shared<prometheus::PipelineMetrics>();
     server->add(metrics);
+    server->add(std::make_shared<LiveMetrics>(live));
     server->set_readiness([metrics] { return metrics->ready(); });
     pipeline.add_observer(metrics);
     std::fprintf(stderr, "log-ingest: serving metrics on http://%s/metrics\n",
@@ -226,7 +237,7 @@ int run_ingest(const RunOptions& options) {
                                          .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      stage(stages::AggregateStage{},
+      stage(stages::AggregateStage(live),
             {.name = "aggregate",
              .mode = Mode::parallel,
              .workers = workers,

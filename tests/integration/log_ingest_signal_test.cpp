@@ -1,6 +1,7 @@
-// log-ingest interrupted: Ctrl-C (SIGINT) or SIGTERM while it reads a pipe that has gone quiet
-// (the way it runs behind `tail -f`). It must stop reading at once, process every line it had read,
-// exit 0, and write the summary so far marked partial.
+// log-ingest behind a pipe that has gone quiet (the way it runs behind `tail -f`): interrupted by
+// Ctrl-C (SIGINT) or SIGTERM, it must stop reading at once, process every line it had read, exit 0,
+// and write the summary so far marked partial; meanwhile its metrics endpoint serves the counts
+// so far.
 #include <gtest/gtest.h>
 #include <simdjson.h>
 #include <unistd.h>
@@ -15,6 +16,12 @@
 
 #include "child_process.hpp"
 #include "watchdog.hpp"
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+#include <sstream>
+
+#include "http_get.hpp"
+#endif
 
 namespace {
 
@@ -84,6 +91,73 @@ TEST_P(LogIngestSignal, StopsAQuietPipeAndWritesThePartialSummary) {
   EXPECT_EQ(count_lines(dir / "dead-letters.jsonl"), 1U);
   fs::remove_all(dir);
 }
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+// The sum of a counter family's samples in a /metrics page (its lines "name{...} value").
+double sum_of(const std::string& page, const std::string& name) {
+  double sum = 0;
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name, 0) != 0) continue;
+    const char next = line.size() > name.size() ? line[name.size()] : '\0';
+    if (next != ' ' && next != '{') continue;
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+TEST(LogIngestLive, ServesTheCountsSoFarWhileItWaitsOnAPipe) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-log-ingest-live-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path errors = dir / "stderr.txt";
+  conveyor::testing::ChildProcess child(
+      {CONVEYOR_LOG_INGEST, "run", "--quiet", "--input", "-", "--format", "combined",
+       "--metrics-listen", "127.0.0.1:0", "--out-dir", dir.string()},
+      errors.string(), /*pipe_stdin=*/true);
+
+  // The address it chose, from its stderr.
+  std::uint16_t port = 0;
+  for (int i = 0; i < 500 && port == 0; ++i) {
+    std::ifstream in(errors);
+    const std::string text{std::istreambuf_iterator<char>(in), {}};
+    const std::string marker = "http://127.0.0.1:";
+    if (const auto at = text.find(marker); at != std::string::npos) {
+      port = static_cast<std::uint16_t>(std::stoi(text.substr(at + marker.size())));
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_NE(port, 0) << "log-ingest did not say where it serves metrics";
+
+  std::string text;
+  for (int i = 0; i < 300; ++i)
+    text += combined_line(i, i % 3 == 0 ? 503 : 200) + "\n";
+  text += "not a log line\n";
+  child.write_stdin(text);
+
+  // Scrape until the counts arrive (bounded), with the pipe still open.
+  std::string page;
+  for (int i = 0; i < 500; ++i) {
+    page = conveyor::testing::http_get(port, "/metrics").body;
+    if (sum_of(page, "log_ingest_lines_total") >= 301) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(sum_of(page, "log_ingest_lines_total"), 301);
+  EXPECT_EQ(sum_of(page, "log_ingest_records_total"), 300);
+  EXPECT_NE(page.find("log_ingest_records_total{status_class=\"5xx\"} 100"), std::string::npos)
+      << page;
+  EXPECT_EQ(sum_of(page, "log_ingest_rejected_total"), 1);
+  EXPECT_EQ(sum_of(page, "log_ingest_bytes_total"), 300 * 100);
+  // The group lock behind the live counts, among the pipeline's resources.
+  EXPECT_NE(page.find("resource=\"live-totals\""), std::string::npos);
+
+  EXPECT_EQ(child.stop(SIGINT, 30s), 0);
+  fs::remove_all(dir);
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Signals, LogIngestSignal, ::testing::Values(SIGINT, SIGTERM),
                          [](const ::testing::TestParamInfo<int>& signal) {

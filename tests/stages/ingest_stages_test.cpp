@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "conveyor/stages/filter.hpp"
 #include "conveyor/stages/json_writer.hpp"
 #include "conveyor/stages/line_splitter.hpp"
+#include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/memory_source.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/summary.hpp"
@@ -411,18 +413,39 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   config->write_dead_letters = false;
   MemorySource source("test", text, {.chunk_size = 8192});
   Summary summary;
+  auto live = std::make_shared<conveyor::Shared<LiveTotals>>(
+      "live-totals", std::vector<std::string>{"update", "snapshot"}, LiveTotals(2));
+  // A reader that takes snapshots all along, as a metrics scrape does: each must be a moment's
+  // consistent count, never more than the end's.
+  std::atomic<bool> done{false};
+  std::uint64_t snapshots = 0;
+  std::uint64_t last_lines = 0;
+  bool monotonic = true;
+  std::thread reader([&] {
+    while (!done.load(std::memory_order_acquire)) {
+      const LiveTotals::Counts now =
+          live->access(LiveTotals::snapshot, [](const LiveTotals& t) { return t.total(); });
+      monotonic = monotonic && now.lines >= last_lines;
+      last_lines = now.lines;
+      ++snapshots;
+      std::this_thread::yield();
+    }
+  });
   conveyor::Pipeline pipeline({.name = "ingest-test"});
+  pipeline.track(*live);
   pipeline.source([&]() { return source.next(); }) |
       conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel,
                                            .workers = 3,
                                            .channel = conveyor::Channel::queue(2)}) |
       conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order}) |
-      conveyor::stage(AggregateStage{},
+      conveyor::stage(AggregateStage(live),
                       {.mode = conveyor::Mode::parallel,
                        .workers = 2,
                        .dispatch = conveyor::Dispatch::by_partition(&Slice::partition)}) |
       conveyor::sink([&](Summary partial) { summary.merge(std::move(partial)); });
   pipeline.run();
+  done.store(true, std::memory_order_release);
+  reader.join();
   std::fclose(outputs->records.file);
 
   const LineCounts& c = summary.counts;
@@ -432,6 +455,21 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   EXPECT_EQ(c.records + c.filtered, good);
   EXPECT_EQ(summary.by_status[500], c.records);
   EXPECT_EQ(summary.by_status[200], 0U);
+
+  // The live totals, summed over the workers' slots, say what the summary says.
+  const LiveTotals::Counts live_total =
+      live->access(LiveTotals::snapshot, [](const LiveTotals& t) { return t.total(); });
+  EXPECT_EQ(live_total.lines, c.lines);
+  EXPECT_EQ(live_total.records, c.records);
+  EXPECT_EQ(live_total.rejected, c.rejected);
+  EXPECT_EQ(live_total.filtered, c.filtered);
+  EXPECT_EQ(live_total.by_status_class[4], c.records);  // 5xx
+  EXPECT_EQ(live_total.bytes, summary.bytes);
+  EXPECT_TRUE(monotonic);
+  EXPECT_GT(snapshots, 0U);
+  const conveyor::PipelineStats stats = pipeline.stats();
+  ASSERT_EQ(stats.resources.size(), 1U);
+  EXPECT_EQ(stats.resources[0].name, "live-totals");
 
   std::ifstream written(records_path);
   simdjson::dom::parser parser;

@@ -9,6 +9,8 @@
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_type.h>
 
+#include "conveyor/prometheus/families.hpp"
+
 namespace conveyor::prometheus {
 
 namespace {
@@ -16,30 +18,6 @@ namespace {
 using ::prometheus::ClientMetric;
 using ::prometheus::MetricFamily;
 using ::prometheus::MetricType;
-
-using Labels = std::vector<ClientMetric::Label>;
-
-MetricFamily family(std::string name, std::string help, MetricType type) {
-  MetricFamily result;
-  result.name = std::move(name);
-  result.help = std::move(help);
-  result.type = type;
-  return result;
-}
-
-void add_counter(MetricFamily& family, Labels labels, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  metric.counter.value = value;
-  family.metric.push_back(std::move(metric));
-}
-
-void add_gauge(MetricFamily& family, Labels labels, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  metric.gauge.value = value;
-  family.metric.push_back(std::move(metric));
-}
 
 void add_histogram(MetricFamily& family, Labels labels, const DurationHistogram& histogram) {
   ClientMetric metric;
