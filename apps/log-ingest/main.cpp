@@ -160,8 +160,10 @@ int main(int argc, char** argv) {
   // default glibc hands blocks that big back to the kernel (mmap and munmap, heap trimming) and
   // the next one is faulted in again page by page: measured, a fifth of the CPU time on a virtual
   // machine. Keeping them in the heap costs no more memory than the pipeline holds at its peak.
+  // NOLINTBEGIN(concurrency-mt-unsafe): the first thing main does, before any other thread.
   ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // NOLINTEND(concurrency-mt-unsafe)
   try {
     return main_guarded(argc, argv);
   } catch (const std::exception& error) {
