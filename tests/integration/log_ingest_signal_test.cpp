@@ -138,11 +138,19 @@ TEST(LogIngestLive, ServesTheCountsSoFarWhileItWaitsOnAPipe) {
   text += "not a log line\n";
   child.write_stdin(text);
 
-  // Scrape until the counts arrive (bounded), with the pipe still open.
+  // Scrape until every count has arrived (bounded), with the pipe still open. Lines are counted
+  // where they are parsed and records where they are aggregated, a stage later, so one count can
+  // be complete on a page where the other is not yet.
+  const auto complete = [](const std::string& page) {
+    return sum_of(page, "log_ingest_lines_total") >= 301 &&
+           sum_of(page, "log_ingest_records_total") >= 300 &&
+           sum_of(page, "log_ingest_rejected_total") >= 1 &&
+           sum_of(page, "log_ingest_bytes_total") >= 300 * 100;
+  };
   std::string page;
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < 1000; ++i) {
     page = conveyor::testing::http_get(port, "/metrics").body;
-    if (sum_of(page, "log_ingest_lines_total") >= 301) break;
+    if (complete(page)) break;
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_EQ(sum_of(page, "log_ingest_lines_total"), 301);
