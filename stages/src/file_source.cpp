@@ -138,6 +138,8 @@ std::optional<Chunk> FileSource::next() {
     std::string buffer = std::move(in.carry);
     in.carry.clear();
     const std::size_t kept = buffer.size();
+    // With the padding reserved now, handing the chunk out below never moves its text.
+    buffer.reserve(kept + options_.chunk_size + read_ahead_padding);
     buffer.resize(kept + options_.chunk_size);
     const std::size_t got = in.stream->read(buffer.data() + kept, options_.chunk_size);
     buffer.resize(kept + got);
