@@ -39,9 +39,12 @@ class QuantileSketch {
   double max_ = 0;
 };
 
+// Not noexcept on purpose: libstdc++ keeps a key's hash in its node only when the hash function
+// may throw (or is not known to be fast). Without it, finding a key hashes again every key the
+// search passes in the bucket, which made hashing a fifth of log-ingest's time.
 struct StringHash {
   using is_transparent = void;
-  std::size_t operator()(std::string_view text) const noexcept {
+  std::size_t operator()(std::string_view text) const {  // NOLINT(performance-noexcept-*)
     return std::hash<std::string_view>{}(text);
   }
 };
@@ -70,6 +73,12 @@ class Summary {
  public:
   void add(const Record& record);
   void add(const LineCounts& counts);
+  // A hint that add(record) comes soon: starts loading the texts it looks up.
+  static void prefetch(const Record& record) noexcept {
+    __builtin_prefetch(record.host.data());
+    __builtin_prefetch(record.path.data());
+    __builtin_prefetch(record.program.data());
+  }
   void merge(Summary&& other);
 
   // The summary as one JSON object (top-k lists of `top` entries).
