@@ -51,88 +51,166 @@ void append_double(std::string& out, double value) {
 class ObjectWriter {
  public:
   explicit ObjectWriter(std::string& out) : out_(out) { out_ += '{'; }
+  // A name that may need escaping: from the input (JSON lines' extra fields) or the user.
   void key(std::string_view name) {
     if (!first_) out_ += ',';
     first_ = false;
     append_json_string(out_, name);
     out_ += ':';
   }
+  // One of our own field names, which need no escaping.
+  void plain_key(std::string_view name) {
+    if (!first_) out_ += ',';
+    first_ = false;
+    out_ += '"';
+    out_ += name;
+    out_ += "\":";
+  }
   void text(std::string_view name, std::string_view value) {
     key(name);
     append_json_string(out_, value);
   }
-  void number(std::string_view name, std::int64_t value) {
-    key(name);
-    append_number(out_, value);
-  }
-  void real(std::string_view name, double value) {
-    key(name);
-    append_double(out_, value);
-  }
-  void raw(std::string_view name, std::string_view json) {
-    key(name);
-    out_ += json;
-  }
   void close() { out_ += "}\n"; }
+
+  std::string& out() { return out_; }
 
  private:
   std::string& out_;
   bool first_ = true;
 };
 
-// Writes `name` if the record has it; false if it is not a name this function knows.
-bool write_field(ObjectWriter& w, std::string_view name, const Record& r, const Input& input,
-                 std::uint64_t line, bool explicit_request) {
-  const auto text = [&](std::string_view value) {
-    if (!value.empty()) w.text(name, value);
-  };
-  if (name == "time") {
-    if (r.has_time()) w.text(name, format_time(r.time));
-  } else if (name == "timestamp") {
-    text(r.timestamp);
-  } else if (name == "host") {
-    text(r.host);
-  } else if (name == "user") {
-    text(r.user);
-  } else if (name == "method") {
-    text(r.method);
-  } else if (name == "path") {
-    text(r.path);
-  } else if (name == "protocol") {
-    text(r.protocol);
-  } else if (name == "status") {
-    if (r.status >= 0) w.number(name, r.status);
-  } else if (name == "bytes") {
-    if (r.bytes >= 0) w.number(name, r.bytes);
-  } else if (name == "referrer") {
-    text(r.referrer);
-  } else if (name == "agent") {
-    text(r.agent);
-  } else if (name == "duration") {
-    if (r.has_duration()) w.real(name, r.duration);
-  } else if (name == "facility") {
-    if (r.facility >= 0) w.number(name, r.facility);
-  } else if (name == "severity") {
-    if (r.severity >= 0) w.number(name, r.severity);
-  } else if (name == "program") {
-    text(r.program);
-  } else if (name == "pid") {
-    text(r.pid);
-  } else if (name == "message") {
-    text(r.message);
-  } else if (name == "input") {
-    if (explicit_request) w.text(name, input.name);
-  } else if (name == "line") {
-    if (explicit_request) w.number(name, static_cast<std::int64_t>(line));
-  } else {
-    return false;
+// The record's own fields, in the order a record is written when no projection is given.
+enum class FieldId {
+  time,
+  host,
+  user,
+  method,
+  path,
+  protocol,
+  status,
+  bytes,
+  referrer,
+  agent,
+  duration,
+  facility,
+  severity,
+  program,
+  pid,
+  message,
+  timestamp,  // the time as written in the input; only when asked for
+  input,      // the input's name; only when asked for
+  line,       // the line number; only when asked for
+  none,       // not one of these: an extra field of a JSON line, or nothing
+};
+
+constexpr std::string_view field_names[] = {
+    "time",  "host",     "user",      "method",   "path",     "protocol", "status",
+    "bytes", "referrer", "agent",     "duration", "facility", "severity", "program",
+    "pid",   "message",  "timestamp", "input",    "line"};
+constexpr FieldId last_default_field = FieldId::message;
+
+FieldId field_id(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < std::size(field_names); ++i) {
+    if (field_names[i] == name) return static_cast<FieldId>(i);
   }
-  return true;
+  return FieldId::none;
 }
 
-constexpr std::string_view all_fields[] = {
-    "time",     "host",  "user",     "method",   "path",     "protocol", "status", "bytes",
-    "referrer", "agent", "duration", "facility", "severity", "program",  "pid",    "message"};
+// Writes the field `id` if the record has it.
+void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& input,
+                 std::uint64_t line) {
+  const std::string_view name = field_names[static_cast<std::size_t>(id)];
+  std::string& out = w.out();
+  const auto text = [&](std::string_view value) {
+    if (value.empty()) return;
+    w.plain_key(name);
+    append_json_string(out, value);
+  };
+  const auto number = [&](std::int64_t value, bool present) {
+    if (!present) return;
+    w.plain_key(name);
+    append_number(out, value);
+  };
+  switch (id) {
+    case FieldId::time:
+      if (r.has_time()) {
+        w.plain_key(name);
+        out += '"';
+        out += format_time(r.time);  // digits, '-', ':', 'T' and 'Z': nothing to escape
+        out += '"';
+      }
+      break;
+    case FieldId::timestamp:
+      text(r.timestamp);
+      break;
+    case FieldId::host:
+      text(r.host);
+      break;
+    case FieldId::user:
+      text(r.user);
+      break;
+    case FieldId::method:
+      text(r.method);
+      break;
+    case FieldId::path:
+      text(r.path);
+      break;
+    case FieldId::protocol:
+      text(r.protocol);
+      break;
+    case FieldId::status:
+      number(r.status, r.status >= 0);
+      break;
+    case FieldId::bytes:
+      number(r.bytes, r.bytes >= 0);
+      break;
+    case FieldId::referrer:
+      text(r.referrer);
+      break;
+    case FieldId::agent:
+      text(r.agent);
+      break;
+    case FieldId::duration:
+      if (r.has_duration()) {
+        w.plain_key(name);
+        append_double(out, r.duration);
+      }
+      break;
+    case FieldId::facility:
+      number(r.facility, r.facility >= 0);
+      break;
+    case FieldId::severity:
+      number(r.severity, r.severity >= 0);
+      break;
+    case FieldId::program:
+      text(r.program);
+      break;
+    case FieldId::pid:
+      text(r.pid);
+      break;
+    case FieldId::message:
+      text(r.message);
+      break;
+    case FieldId::input:
+      w.plain_key(name);
+      append_json_string(out, input.name);
+      break;
+    case FieldId::line:
+      number(static_cast<std::int64_t>(line), true);
+      break;
+    case FieldId::none:
+      break;
+  }
+}
+
+void write_extra(ObjectWriter& w, const Field& field) {
+  if (field.number) {
+    w.key(field.name);
+    w.out() += field.value;
+  } else {
+    w.text(field.name, field.value);
+  }
+}
 
 // Whether any of the 8 bytes in `word` needs a look: a control character, '"', '\\' or a byte of
 // a multi-byte UTF-8 sequence (the usual zero-byte tests on a 64-bit word).
@@ -259,25 +337,19 @@ void append_record(std::string& out, const Record& record, const Input& input, s
                    const Projection& projection) {
   ObjectWriter w(out);
   if (projection.fields.empty()) {
-    for (const std::string_view name : all_fields)
-      write_field(w, name, record, input, line, false);
-    for (const Field& field : record.extra) {
-      if (field.number) {
-        w.raw(field.name, field.value);
-      } else {
-        w.text(field.name, field.value);
-      }
-    }
+    for (std::size_t i = 0; i <= static_cast<std::size_t>(last_default_field); ++i)
+      write_field(w, static_cast<FieldId>(i), record, input, line);
+    for (const Field& field : record.extra)
+      write_extra(w, field);
   } else {
     for (const std::string& name : projection.fields) {
-      if (write_field(w, name, record, input, line, true)) continue;
+      if (const FieldId id = field_id(name); id != FieldId::none) {
+        write_field(w, id, record, input, line);
+        continue;
+      }
       for (const Field& field : record.extra) {
         if (field.name != name) continue;
-        if (field.number) {
-          w.raw(field.name, field.value);
-        } else {
-          w.text(field.name, field.value);
-        }
+        write_extra(w, field);
         break;
       }
     }
@@ -289,12 +361,18 @@ void append_dead_letter(std::string& out, const Input& input, std::uint64_t line
                         std::uint64_t offset, std::string_view reason, std::uint64_t length,
                         std::string_view raw) {
   ObjectWriter w(out);
-  w.text("input", input.name);
-  w.number("line", static_cast<std::int64_t>(line));
-  w.number("offset", static_cast<std::int64_t>(offset));
-  w.text("reason", reason);
-  w.number("length", static_cast<std::int64_t>(length));
-  w.text("raw", raw);
+  w.plain_key("input");
+  append_json_string(out, input.name);
+  w.plain_key("line");
+  append_number(out, static_cast<std::int64_t>(line));
+  w.plain_key("offset");
+  append_number(out, static_cast<std::int64_t>(offset));
+  w.plain_key("reason");
+  append_json_string(out, reason);
+  w.plain_key("length");
+  append_number(out, static_cast<std::int64_t>(length));
+  w.plain_key("raw");
+  append_json_string(out, raw);
   w.close();
 }
 

@@ -32,6 +32,9 @@ Batch ParseStage::operator()(Chunk chunk) {
   Batch batch;
   batch.partitions.resize(config.partitions == 0 ? 1 : config.partitions);
   LineCounts& counts = batch.counts;
+  // Room for the records at once (about 1.4 times the text for access logs, less for JSON lines),
+  // instead of copying a growing megabyte several times over.
+  if (config.write_records) batch.output.reserve(in.text.size() + in.text.size() / 2);
 
   for (const OverlongLine& line : in.overlong) {
     ++counts.lines;
