@@ -54,7 +54,7 @@ printf '| --- | --- | --- | --- | --- | --- | --- |\n'
 for format in combined json; do
   file=$work/$format-$size.log
   [ -s "$file" ] || "$app" generate --format "$format" --size "$size" --seed 42 -o "$file"
-  bytes=$(stat -c %s "$file")
+  bytes=$(stat -L -c %s "$file")
   cat "$file" > /dev/null  # into the page cache
   lines=$(wc -l < "$file")
   read -r wc_s wc_rss <<< "$(measure "$runs" wc -l "$file")"

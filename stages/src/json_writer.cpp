@@ -58,13 +58,10 @@ class ObjectWriter {
     append_json_string(out_, name);
     out_ += ':';
   }
-  // One of our own field names, which need no escaping.
-  void plain_key(std::string_view name) {
-    if (!first_) out_ += ',';
+  // One of our own keys, which need no escaping, written as `,"name":` so that it is one append.
+  void plain_key(std::string_view comma_quoted) {
+    out_.append(first_ ? comma_quoted.substr(1) : comma_quoted);
     first_ = false;
-    out_ += '"';
-    out_ += name;
-    out_ += "\":";
   }
   void text(std::string_view name, std::string_view value) {
     key(name);
@@ -103,15 +100,21 @@ enum class FieldId {
   none,       // not one of these: an extra field of a JSON line, or nothing
 };
 
-constexpr std::string_view field_names[] = {
-    "time",  "host",     "user",      "method",   "path",     "protocol", "status",
-    "bytes", "referrer", "agent",     "duration", "facility", "severity", "program",
-    "pid",   "message",  "timestamp", "input",    "line"};
+constexpr std::string_view field_keys[] = {
+    ",\"time\":",     ",\"host\":",      ",\"user\":",     ",\"method\":",   ",\"path\":",
+    ",\"protocol\":", ",\"status\":",    ",\"bytes\":",    ",\"referrer\":", ",\"agent\":",
+    ",\"duration\":", ",\"facility\":",  ",\"severity\":", ",\"program\":",  ",\"pid\":",
+    ",\"message\":",  ",\"timestamp\":", ",\"input\":",    ",\"line\":"};
 constexpr FieldId last_default_field = FieldId::message;
 
+// "time" of `,"time":`
+constexpr std::string_view field_name(std::string_view key) noexcept {
+  return key.substr(2, key.size() - 4);
+}
+
 FieldId field_id(std::string_view name) noexcept {
-  for (std::size_t i = 0; i < std::size(field_names); ++i) {
-    if (field_names[i] == name) return static_cast<FieldId>(i);
+  for (std::size_t i = 0; i < std::size(field_keys); ++i) {
+    if (field_name(field_keys[i]) == name) return static_cast<FieldId>(i);
   }
   return FieldId::none;
 }
@@ -119,24 +122,24 @@ FieldId field_id(std::string_view name) noexcept {
 // Writes the field `id` if the record has it.
 void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& input,
                  std::uint64_t line) {
-  const std::string_view name = field_names[static_cast<std::size_t>(id)];
+  const std::string_view key = field_keys[static_cast<std::size_t>(id)];
   std::string& out = w.out();
   const auto text = [&](std::string_view value) {
     if (value.empty()) return;
-    w.plain_key(name);
+    w.plain_key(key);
     append_json_string(out, value);
   };
   const auto number = [&](std::int64_t value, bool present) {
     if (!present) return;
-    w.plain_key(name);
+    w.plain_key(key);
     append_number(out, value);
   };
   switch (id) {
     case FieldId::time:
       if (r.has_time()) {
-        w.plain_key(name);
+        w.plain_key(key);
         out += '"';
-        out += format_time(r.time);  // digits, '-', ':', 'T' and 'Z': nothing to escape
+        append_time(out, r.time);  // digits, '-', ':', 'T' and 'Z': nothing to escape
         out += '"';
       }
       break;
@@ -172,7 +175,7 @@ void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& inpu
       break;
     case FieldId::duration:
       if (r.has_duration()) {
-        w.plain_key(name);
+        w.plain_key(key);
         append_double(out, r.duration);
       }
       break;
@@ -192,7 +195,7 @@ void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& inpu
       text(r.message);
       break;
     case FieldId::input:
-      w.plain_key(name);
+      w.plain_key(key);
       append_json_string(out, input.name);
       break;
     case FieldId::line:
@@ -288,7 +291,7 @@ void append_json_string(std::string& out, std::string_view text) {
   out += '"';
 }
 
-std::string format_time(std::int64_t seconds) {
+void append_time(std::string& out, std::int64_t seconds) {
   // Civil date of a day count (H. Hinnant's civil_from_days).
   std::int64_t days = seconds / 86400;
   std::int64_t rest = seconds % 86400;
@@ -314,10 +317,12 @@ std::string format_time(std::int64_t seconds) {
                   static_cast<long long>(year), static_cast<long long>(month),
                   static_cast<long long>(day), static_cast<long long>(rest / 3600),
                   static_cast<long long>(rest / 60 % 60), static_cast<long long>(rest % 60));
-    return buffer.data();
+    out += buffer.data();
+    return;
   }
-  // One per record: fixed-width digits, without printf's format parsing.
-  std::string text = "0000-00-00T00:00:00Z";
+  // One per record: fixed-width digits, without printf's format parsing or a string of its own.
+  std::array<char, 20> text{'0', '0', '0', '0', '-', '0', '0', '-', '0', '0',
+                            'T', '0', '0', ':', '0', '0', ':', '0', '0', 'Z'};
   const auto put = [&text](std::size_t at, std::size_t width, std::int64_t value) {
     for (std::size_t i = at + width; i > at; --i) {
       text[i - 1] = static_cast<char>('0' + value % 10);
@@ -330,6 +335,12 @@ std::string format_time(std::int64_t seconds) {
   put(11, 2, rest / 3600);
   put(14, 2, rest / 60 % 60);
   put(17, 2, rest % 60);
+  out.append(text.data(), text.size());
+}
+
+std::string format_time(std::int64_t seconds) {
+  std::string text;
+  append_time(text, seconds);
   return text;
 }
 
@@ -361,17 +372,17 @@ void append_dead_letter(std::string& out, const Input& input, std::uint64_t line
                         std::uint64_t offset, std::string_view reason, std::uint64_t length,
                         std::string_view raw) {
   ObjectWriter w(out);
-  w.plain_key("input");
+  w.plain_key(",\"input\":");
   append_json_string(out, input.name);
-  w.plain_key("line");
+  w.plain_key(",\"line\":");
   append_number(out, static_cast<std::int64_t>(line));
-  w.plain_key("offset");
+  w.plain_key(",\"offset\":");
   append_number(out, static_cast<std::int64_t>(offset));
-  w.plain_key("reason");
+  w.plain_key(",\"reason\":");
   append_json_string(out, reason);
-  w.plain_key("length");
+  w.plain_key(",\"length\":");
   append_number(out, static_cast<std::int64_t>(length));
-  w.plain_key("raw");
+  w.plain_key(",\"raw\":");
   append_json_string(out, raw);
   w.close();
 }

@@ -36,5 +36,7 @@ void append_dead_letter(std::string& out, const Input& input, std::uint64_t line
 
 // "2015-05-17T10:05:03Z"
 std::string format_time(std::int64_t seconds);
+// The same, appended to `out`.
+void append_time(std::string& out, std::int64_t seconds);
 
 }  // namespace conveyor::stages
