@@ -27,6 +27,7 @@
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/memory_source.hpp"
 #include "conveyor/stages/parse_stage.hpp"
+#include "conveyor/stages/parsers.hpp"
 #include "conveyor/stages/summary.hpp"
 #include "conveyor/stages/write_stage.hpp"
 #include "watchdog.hpp"
@@ -358,6 +359,49 @@ TEST(JsonWriter, EscapesWhateverWordOfTheStringTheByteFallsIn) {
     }
   }
   EXPECT_EQ(format_time(253402300799), "9999-12-31T23:59:59Z");
+}
+
+TEST(JsonWriter, WritesARecordsFieldsInTheirOrderAndItsExtraFieldsAfter) {
+  const std::string line =
+      R"(10.0.0.1 - bob [01/Nov/2026:00:00:00 +0000] "GET /a\"b HTTP/1.1" 200 12 "-" "curl/8")";
+  Record record;
+  ASSERT_EQ(parse_combined(line, record), nullptr);
+  record.extra = {{"tag", "t\"1", false}, {"upstream", "[1,2]", true}};
+  const Input input{"access.log", 0, Format::combined, false};
+  std::string out;
+  append_record(out, record, input, 7, Projection{});  // a referrer of "-" is none
+  EXPECT_EQ(out, R"({"time":"2026-11-01T00:00:00Z","host":"10.0.0.1","user":"bob","method":"GET",)"
+                 R"("path":"/a\\\"b","protocol":"HTTP/1.1","status":200,"bytes":12,)"
+                 R"("agent":"curl/8","tag":"t\"1","upstream":[1,2]})"
+                 "\n");
+  simdjson::dom::parser parser;
+  EXPECT_NO_THROW((void)parser.parse(out));
+}
+
+TEST(JsonWriter, AProjectionWritesWhatItNamesInItsOrderAndSkipsWhatTheRecordLacks) {
+  Record record;
+  record.host = "h";
+  record.status = 503;
+  record.extra = {{"region", "eu", false}};
+  const Input input{"in\"put.log", 0, Format::json, false};
+  std::string out;
+  append_record(out, record, input, 42,
+                Projection{{"status", "line", "input", "region", "path", "nonesuch", "host"}});
+  EXPECT_EQ(out, R"({"status":503,"line":42,"input":"in\"put.log","region":"eu","host":"h"})"
+                 "\n");
+  // A record with none of the fields asked for is still an object.
+  out.clear();
+  append_record(out, Record{}, input, 1, Projection{{"path"}});
+  EXPECT_EQ(out, "{}\n");
+}
+
+TEST(JsonWriter, WritesADeadLetterWithItsPlaceReasonAndRawText) {
+  std::string out;
+  append_dead_letter(out, Input{"a.log", 0, Format::combined, false}, 3, 120, "bad \"size\"", 9,
+                     "x\ty");
+  EXPECT_EQ(out, R"({"input":"a.log","line":3,"offset":120,"reason":"bad \"size\"","length":9,)"
+                 R"("raw":"x\ty"})"
+                 "\n");
 }
 
 TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
