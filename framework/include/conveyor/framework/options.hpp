@@ -151,7 +151,10 @@ class Executor {
   // A dedicated thread per worker; a blocked worker blocks its thread. The default.
   static Executor threads() noexcept { return Executor(Kind::threads, 0); }
   // Tasks in a oneTBB task_arena of `threads` threads; a blocked worker suspends its task and the
-  // thread runs another, so a pipeline may have more workers than the arena has threads.
+  // thread runs another, so a pipeline may have more workers than the arena has threads. The
+  // threads are oneTBB's workers (the thread that runs the pipeline waits): the pipeline raises
+  // oneTBB's max_allowed_parallelism to `threads` + 1 while it runs, but a tbb::global_control of
+  // the caller's with a lower limit wins (oneTBB takes the smallest) and leaves it fewer threads.
   static Executor tbb(std::size_t threads) noexcept { return Executor(Kind::tbb_arena, threads); }
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
