@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -156,6 +158,68 @@ TEST(ReorderBufferTest, UnsequencedEntriesAreKeptForTheEnd) {
   EXPECT_TRUE(buffer.take_unsequenced().empty());
 }
 
+conveyor::detail::Batch<int> run_of(std::uint64_t first, std::initializer_list<int> values) {
+  conveyor::detail::Batch<int> batch;
+  std::uint64_t seq = first;
+  for (int value : values)
+    batch.append_value(seq++, int{value});
+  return batch;
+}
+
+TEST(ReorderBufferTest, ARunInItsTurnGoesStraightThrough) {
+  ReorderBuffer<int> buffer(8);
+  std::vector<int> out;
+  auto run = run_of(0, {0, 1, 2});
+  buffer.add_run(run, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(buffer.released(), 3U);
+  EXPECT_FALSE(buffer.holding());
+  EXPECT_TRUE(buffer.spare().empty());
+  EXPECT_GT(run.capacity(), 0U);  // the caller keeps the storage
+}
+
+TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
+  ReorderBuffer<int> buffer(8);
+  std::vector<int> out;
+  auto late = run_of(3, {30, 40});
+  buffer.add_run(late, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(buffer.holding());
+  EXPECT_EQ(late.capacity(), 0U);  // the buffer took it
+  auto early = run_of(0, {0, 10, 20});
+  buffer.add_run(early, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30, 40}));
+  EXPECT_EQ(buffer.released(), 5U);
+  EXPECT_FALSE(buffer.holding());
+  ASSERT_EQ(buffer.spare().size(), 1U);
+  EXPECT_TRUE(buffer.spare().front().empty());
+  EXPECT_GT(buffer.spare().front().capacity(), 0U);
+}
+
+TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  auto third = run_of(5, {5, 6});
+  buffer.add_run(third, Collect{&out});
+  buffer.add(Entry<int>{Tag::fresh(4), 4}, Collect{&out});
+  auto second = run_of(2, {2, 3});
+  buffer.add_run(second, Collect{&out});
+  EXPECT_TRUE(out.empty());
+  // Number 0 goes out alone (1 is missing); once 1 arrives, the entry and both runs follow.
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0}));
+  buffer.add(Entry<int>{Tag::fresh(1), 1}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_FALSE(buffer.holding());
+}
+
+TEST(ReorderBufferDeathTest, ARunReachingPastTheWindowIsAContractViolation) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  auto run = run_of(2, {2, 3, 4});
+  EXPECT_DEATH(buffer.add_run(run, Collect{&out}), "outside the window");
+}
+
 TEST(ReorderBufferDeathTest, ANumberOutsideTheWindowIsAContractViolation) {
   ReorderBuffer<int> buffer(2);
   std::vector<int> out;
@@ -202,6 +266,25 @@ TEST(BatchTest, AGapASplitOrAJumpTurnsItIntoTaggedEntries) {
   EXPECT_EQ(seen[1].second, -1);
   EXPECT_EQ(seen[2].first.width, Tag::whole / 2);
   EXPECT_EQ(seen[3].first.seq, 7U);
+}
+
+TEST(BatchTest, ValuesAppendedInSequenceFormARun) {
+  Batch<int> batch;
+  EXPECT_FALSE(batch.breaks_run(9));  // an empty batch starts a run anywhere
+  batch.append_value(9, 90);
+  batch.append_value(10, 100);
+  EXPECT_TRUE(batch.is_run());
+  EXPECT_EQ(batch.first(), 9U);
+  EXPECT_EQ(batch.values(), (std::vector<int>{90, 100}));
+  EXPECT_FALSE(batch.breaks_run(11));
+  EXPECT_TRUE(batch.breaks_run(20));
+  // A value out of sequence still goes in, as a tagged entry.
+  batch.append_value(20, 200);
+  EXPECT_FALSE(batch.is_run());
+  const auto seen = contents(batch);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen[2].first.seq, 20U);
+  EXPECT_EQ(seen[2].second, 200);
 }
 
 TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {

@@ -101,7 +101,7 @@ class OutPort {
         const std::optional<Tag> tag = next_sequence_tag();
         // No number without room in the window: the item is dropped on cancellation.
         if (!tag) return false;
-        return send(Entry<T>{*tag, std::move(value)});
+        return send_value(tag->seq, std::move(value));
       }
       case Tagging::forward:
         if (in_item_) {
@@ -117,7 +117,7 @@ class OutPort {
         break;
     }
     // Nobody reads these numbers; they only keep batches in their compact run form.
-    return send(Entry<T>{Tag::fresh(next_seq_++), std::move(value)});
+    return send_value(next_seq_++, std::move(value));
   }
 
   // Forwarding ports: the worker starts and ends processing one input with tag `tag`.
@@ -130,11 +130,16 @@ class OutPort {
     if (!in_item_) return true;
     in_item_ = false;
     // The first output waits in first_, later ones in pending_: one output, the common case,
-    // costs no vector.
-    std::optional<T> first = std::exchange(first_, std::nullopt);
-    if (!first) return send(Entry<T>{current_, std::nullopt});
-    if (pending_.empty()) return send(Entry<T>{current_, std::move(first)});
+    // costs no vector, and goes out as a plain value when its input was a whole item.
+    if (!first_) return send(Entry<T>{current_, std::nullopt});
+    if (pending_.empty()) {
+      const bool sent = current_.width == Tag::whole ? send_value(current_.seq, std::move(*first_))
+                                                     : send(Entry<T>{current_, std::move(*first_)});
+      first_.reset();
+      return sent;
+    }
     const std::size_t count = pending_.size() + 1;
+    std::optional<T> first = std::exchange(first_, std::nullopt);
     bool sent = send(Entry<T>{current_.part(0, count), std::move(first)});
     for (std::size_t i = 1; i < count && sent; ++i) {
       sent = send(Entry<T>{current_.part(i, count), std::move(pending_[i - 1])});
@@ -148,9 +153,7 @@ class OutPort {
     if (batch_ == 1) return true;
     for (std::size_t i = 0; i < collected_.size(); ++i) {
       if (collected_[i].empty()) continue;
-      Parcel<T> parcel(std::move(collected_[i]));
-      collected_[i] = Batch<T>();
-      if (!dispatch_parcel(std::move(parcel), i)) return false;
+      if (!ship(i, i)) return false;
     }
     return true;
   }
@@ -201,8 +204,33 @@ class OutPort {
     if (batch.capacity() == 0) batch = fresh_batch();
     batch.append(std::move(entry));
     if (batch.size() < batch_) return !worker_.cancelled();
-    Parcel<T> parcel(std::move(batch));
-    batch = Batch<T>();
+    return ship(collection, destination);
+  }
+
+  // send() for a whole item with number `seq`.
+  [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
+    if (batch_ == 1 || dispatch_.kind() == Dispatch::Kind::by_key) {
+      return send(Entry<T>{Tag::fresh(seq), std::move(value)});
+    }
+    Batch<T>& batch = collected_[0];
+    if (batch.capacity() == 0) {
+      batch = fresh_batch();
+    } else if (batch.size() > 1 && batch.breaks_run(seq)) {
+      // A run of several items ends here (behind round-robin dispatch, the next input came from
+      // elsewhere): it goes out as it is, so that this batch and the next stay runs, which an
+      // in-order consumer takes whole instead of item by item.
+      if (!ship(0, 0)) return false;
+      batch = fresh_batch();
+    }
+    batch.append_value(seq, std::move(value));
+    if (batch.size() < batch_) return !worker_.cancelled();
+    return ship(0, 0);
+  }
+
+  // Sends collection `collection` to `destination`, leaving it without storage.
+  bool ship(std::size_t collection, std::size_t destination) {
+    Parcel<T> parcel(std::move(collected_[collection]));
+    collected_[collection] = Batch<T>();
     return dispatch_parcel(std::move(parcel), destination);
   }
 

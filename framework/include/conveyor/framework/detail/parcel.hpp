@@ -86,6 +86,34 @@ class Batch {
     tagged_ = false;
   }
 
+  // Whether the batch is a run: whole items numbered first(), first() + 1, ..., in values().
+  [[nodiscard]] bool is_run() const noexcept { return !tagged_; }
+  [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
+  [[nodiscard]] std::vector<T>& values() noexcept { return values_; }
+
+  // Whether an item numbered `seq` would end the run this batch holds (rather than start or
+  // continue it).
+  [[nodiscard]] bool breaks_run(std::uint64_t seq) const noexcept {
+    return !tagged_ && !values_.empty() && seq != first_ + values_.size();
+  }
+
+  // A whole item with number `seq` (the common case): continues the run without building an Entry,
+  // whose tag and optional would be stored on the stack and read straight back.
+  [[gnu::always_inline]] void append_value(std::uint64_t seq, T&& value) {
+    if (!tagged_) {
+      if (values_.empty()) {
+        first_ = seq;
+        values_.push_back(std::move(value));
+        return;
+      }
+      if (seq == first_ + values_.size()) {
+        values_.push_back(std::move(value));
+        return;
+      }
+    }
+    append(Entry<T>{Tag::fresh(seq), std::move(value)});
+  }
+
   [[gnu::always_inline]] void append(Entry<T>&& entry) {
     if (!tagged_) {
       const bool continues = entry.value && entry.tag.width == Tag::whole &&

@@ -4,8 +4,10 @@
 // early whole entry as it is, or collects the parts of its number (see parcel.hpp) until their
 // widths add up to a whole, then gives their values out by offset. The window gate upstream
 // guarantees that no number outside the window arrives, so the buffer never grows: after the first
-// lap its slots' vectors are reused without allocation. Entries without a number (from flush hooks
-// upstream) are kept apart and given out after the stream.
+// lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
+// comes early is kept whole rather than slot by slot, and goes out whole when its turn comes.
+// Entries without a number (from flush hooks upstream) are kept apart and given out after the
+// stream.
 //
 // Contract: used by one worker only.
 #pragma once
@@ -44,7 +46,7 @@ class ReorderBuffer {
       // In order and whole: no need to keep it.
       ++next_;
       if (value != nullptr) deliver(std::move(*value));
-      if (slots_[next_ % slots_.size()].covered != Tag::whole) return;
+      if (slots_[next_ % slots_.size()].covered != Tag::whole && parked_.empty()) return;
     } else if (tag.width == Tag::whole) {
       // Early but whole, the common case behind parallel stages: no list of parts.
       Slot& slot = slots_[seq % slots_.size()];
@@ -62,6 +64,29 @@ class ReorderBuffer {
     release_complete(deliver);
   }
 
+  // Takes a batch in run form (parcel.hpp) and gives out, in order, every value whose turn has
+  // come. A run whose turn has not come is kept whole: the buffer takes the batch's storage, and
+  // hands it back through take_spare() once the run has gone out.
+  template <class Deliver>
+  void add_run(Batch<T>& batch, Deliver&& deliver) {
+    const std::uint64_t first = batch.first();
+    const std::uint64_t count = batch.size();
+    if (count == 0) return;
+    CONVEYOR_CONTRACT(first >= next_ && first + count - next_ <= slots_.size(),
+                      "ReorderBuffer: a sequence number outside the window arrived");
+    if (first != next_) {
+      parked_.push_back(std::move(batch));
+      return;
+    }
+    next_ += count;
+    for (T& value : batch.values())
+      deliver(std::move(value));
+    release_complete(deliver);
+  }
+
+  // Batch storage that parked runs no longer need.
+  [[nodiscard]] std::vector<Batch<T>>& spare() noexcept { return spare_; }
+
   template <class Deliver>
   void add(Entry<T>&& entry, Deliver&& deliver) {
     add(entry.tag, entry.value ? &*entry.value : nullptr, deliver);
@@ -72,7 +97,8 @@ class ReorderBuffer {
 
   // Whether some numbered entries are still waiting for their turn.
   [[nodiscard]] bool holding() const noexcept {
-    return std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.covered > 0; });
+    return !parked_.empty() ||
+           std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.covered > 0; });
   }
 
   // Entries without a number, for after the stream.
@@ -94,7 +120,10 @@ class ReorderBuffer {
   void release_complete(Deliver& deliver) {
     for (;;) {
       Slot& slot = slots_[next_ % slots_.size()];
-      if (slot.covered != Tag::whole) return;
+      if (slot.covered != Tag::whole) {
+        if (!release_parked_run(deliver)) return;
+        continue;
+      }
       slot.covered = 0;
       ++next_;
       // Taken out before the values go out, so that a throwing stage leaves a consistent buffer.
@@ -122,7 +151,28 @@ class ReorderBuffer {
     }
   }
 
+  // Gives out the parked run that starts at next_, if there is one.
+  template <class Deliver>
+  bool release_parked_run(Deliver& deliver) {
+    for (std::size_t i = 0; i < parked_.size(); ++i) {
+      if (parked_[i].first() != next_) continue;
+      // Taken out before the values go out, like a slot's.
+      Batch<T> run = std::move(parked_[i]);
+      parked_[i] = std::move(parked_.back());
+      parked_.pop_back();
+      next_ += run.size();
+      for (T& value : run.values())
+        deliver(std::move(value));
+      run.clear();
+      spare_.push_back(std::move(run));
+      return true;
+    }
+    return false;
+  }
+
   std::vector<Slot> slots_;
+  std::vector<Batch<T>> parked_;  // runs that came early, kept whole (a few: one per producer)
+  std::vector<Batch<T>> spare_;
   std::vector<Part*> order_;
   std::uint64_t next_ = 0;
   std::vector<T> unsequenced_;

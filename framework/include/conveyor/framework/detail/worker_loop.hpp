@@ -65,10 +65,11 @@ void for_each_entry(Parcel<T>& parcel, Visit&& visit) {
   std::get<Batch<T>>(parcel).for_each(visit);
 }
 
-// A batch's emptied storage goes back to its producer.
+// A batch's emptied storage goes back to its producer (unless a reorder buffer kept it).
 template <class T>
 void recycle(InPort<T>& in, Parcel<T>& parcel) {
-  if (auto* batch = std::get_if<Batch<T>>(&parcel)) in.recycle(std::move(*batch));
+  auto* batch = std::get_if<Batch<T>>(&parcel);
+  if (batch != nullptr && batch->capacity() > 0) in.recycle(std::move(*batch));
 }
 
 // Arrival order. `handle(tag, value)` processes one entry (a gap too: value null) and returns how
@@ -116,8 +117,15 @@ bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& re
     }
     const std::uint64_t released = reorder.released();
     items = 0;
-    for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
+    if (auto* batch = std::get_if<Batch<T>>(&*parcel); batch != nullptr && batch->is_run()) {
+      reorder.add_run(*batch, give);
+    } else {
+      for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
+    }
     recycle(in, *parcel);
+    for (Batch<T>& spare : reorder.spare())
+      in.recycle(std::move(spare));
+    reorder.spare().clear();
     clock.parcel_done(items);
     if (gate != nullptr && reorder.released() != released) gate->advance(reorder.released());
     if (worker.cancelled()) return false;
