@@ -3,6 +3,9 @@
 // does trivial work (the framework's overhead is what is measured) or about 2 us of hashing per
 // item (how close the pipeline gets to two cores' worth against a single-threaded loop).
 //
+// `machine/core_to_core_round_trip` gives the context: what one cache line's trip between the two
+// cores costs on this machine at this moment, which every hand-over between workers pays.
+//
 // With CONVEYOR_BENCH_PROMETHEUS, the 3-stage workload also runs with the Prometheus exporter
 // attached (a PipelineMetrics observer behind a MetricsServer on loopback) while a client scrapes
 // /metrics ten times a second, against the same workload without it.
@@ -12,6 +15,8 @@
 #include <benchmark/benchmark.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_pipeline.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -227,11 +232,60 @@ void single_thread_loop(benchmark::State& state, std::uint64_t items) {
   finish(state, items, sum, expected, seconds);
 }
 
+// Context for the ratios, not a comparison: how long a cache line takes to go from one core to
+// another and back, two threads pinned to cores 0 and 1 passing a counter. Every hand-over between
+// workers pays this, and on a virtual machine it changes with where the host puts the virtual
+// CPUs; the single-threaded loop does not pay it at all.
+void core_to_core_round_trip(benchmark::State& state) {
+  constexpr std::uint64_t round_trips = 100'000;
+  if (std::thread::hardware_concurrency() < 2) {
+    state.SkipWithError("needs two cores");
+    return;
+  }
+  const auto pin = [](int core) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+  };
+  double seconds = 0;
+  for (auto _ : state) {
+    // Odd values are the pinger's, even ones the ponger's; seq_cst is not needed, only the line's
+    // trip: acquire loads and release stores.
+    alignas(64) std::atomic<std::uint64_t> ball{0};
+    std::thread ponger([&] {
+      (void)pin(1);
+      for (std::uint64_t i = 0; i < round_trips; ++i) {
+        while (ball.load(std::memory_order_acquire) != 2 * i + 1) {
+        }
+        ball.store(2 * i + 2, std::memory_order_release);
+      }
+    });
+    (void)pin(0);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::uint64_t i = 0; i < round_trips; ++i) {
+      ball.store(2 * i + 1, std::memory_order_release);
+      while (ball.load(std::memory_order_acquire) != 2 * i + 2) {
+      }
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ponger.join();
+  }
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (unsigned core = 0; core < std::thread::hardware_concurrency(); ++core)
+    CPU_SET(core, &all);
+  (void)pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+  state.counters["ns_per_round_trip"] =
+      seconds * 1e9 / (static_cast<double>(round_trips) * static_cast<double>(state.iterations()));
+}
+
 void register_benchmarks() {
   using benchmark::RegisterBenchmark;
   const auto timed = [](benchmark::internal::Benchmark* benchmark) {
     benchmark->Unit(benchmark::kMillisecond)->UseRealTime();
   };
+  timed(RegisterBenchmark("machine/core_to_core_round_trip", core_to_core_round_trip));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor", conveyor_pipeline<trivial_work>,
                           trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
