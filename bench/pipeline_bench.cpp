@@ -330,6 +330,8 @@ std::vector<Comparison> comparisons() {
        throughput, 2.0},
       {"3 stages, batching on", "pipeline/3_stages_batched/conveyor",
        "pipeline/3_stages/tbb_tokens_*", throughput, 10.0},
+      {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
+       "pipeline/3_stages/tbb_tokens_*", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",
        throughput, 1.8},
       {"CPU-heavy (2 us/item), batching on", "pipeline/cpu_heavy_batched/conveyor",
