@@ -209,19 +209,30 @@ struct EndMarker {
   void flush(Emit<std::uint64_t>& emit) { emit(1'000'000 + 1); }
 };
 
-TEST(PipelineOrderingTest, ItemsFromFlushHooksFollowTheStream) {
+class FlushOrderingTest : public ::testing::TestWithParam<std::size_t> {};
+
+// With batching too: an item from a flush hook may travel alone in a batch, which must not pass
+// for a run of numbered items.
+TEST_P(FlushOrderingTest, ItemsFromFlushHooksFollowTheStream) {
   Watchdog watchdog;
-  Pipeline p;
-  std::vector<std::uint64_t> out;
-  p.source(count_to(1000)) | stage(EndMarker{}, {.mode = Mode::parallel, .workers = 2}) |
-      sink([&](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
-  p.run();
-  ASSERT_EQ(out.size(), 1002U);
-  for (std::uint64_t i = 0; i < 1000; ++i)
-    ASSERT_EQ(out[i], i);
-  EXPECT_EQ(out[1000], 1'000'001U);
-  EXPECT_EQ(out[1001], 1'000'001U);
+  const std::size_t batch = GetParam();
+  for (const std::size_t workers : {std::size_t{1}, std::size_t{2}}) {
+    Pipeline p;
+    std::vector<std::uint64_t> out;
+    p.source(count_to(1000)) |
+        stage(EndMarker{}, {.mode = Mode::parallel, .workers = workers, .batch = batch}) |
+        sink([&](std::uint64_t x) { out.push_back(x); },
+             {.mode = Mode::serial_in_order, .batch = batch});
+    p.run();
+    ASSERT_EQ(out.size(), 1000U + workers);
+    for (std::uint64_t i = 0; i < 1000; ++i)
+      ASSERT_EQ(out[i], i);
+    for (std::size_t w = 0; w < workers; ++w)
+      EXPECT_EQ(out[1000 + w], 1'000'001U);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Batches, FlushOrderingTest, ::testing::Values(1, 4, 64));
 
 TEST(PipelineOrderingTest, OutOfOrderStagesSeeEveryItemOnce) {
   Watchdog watchdog;

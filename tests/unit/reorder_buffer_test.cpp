@@ -196,6 +196,23 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   EXPECT_GT(buffer.spare().front().capacity(), 0U);
 }
 
+TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotAndKeepsItsStorage) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  conveyor::detail::Batch<int> partial;
+  partial.reserve(8);
+  partial.append_value(2, 20);
+  partial.append_value(3, 30);
+  buffer.add_run(partial, Collect{&out});
+  EXPECT_GE(partial.capacity(), 8U);  // not taken: the caller recycles it
+  EXPECT_TRUE(buffer.holding());
+  auto first = run_of(0, {0, 10});
+  buffer.add_run(first, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30}));
+  EXPECT_FALSE(buffer.holding());
+  EXPECT_TRUE(buffer.spare().empty());
+}
+
 TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
@@ -285,6 +302,21 @@ TEST(BatchTest, ValuesAppendedInSequenceFormARun) {
   ASSERT_EQ(seen.size(), 3U);
   EXPECT_EQ(seen[2].first.seq, 20U);
   EXPECT_EQ(seen[2].second, 200);
+}
+
+TEST(BatchTest, AnItemWithoutANumberIsNeverARun) {
+  Batch<int> batch;
+  batch.append(Entry<int>{Tag::unsequenced(), 1});
+  EXPECT_FALSE(batch.is_run());
+  Batch<int> other;
+  other.append_value(Tag::unsequenced_seq, 2);
+  EXPECT_FALSE(other.is_run());
+  // Nor does number 0 continue it (~0 + 1 wraps to 0).
+  other.append_value(0, 3);
+  const auto seen = contents(other);
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_FALSE(seen[0].first.sequenced());
+  EXPECT_EQ(seen[1].first.seq, 0U);
 }
 
 TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {

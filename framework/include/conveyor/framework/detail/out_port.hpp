@@ -133,10 +133,11 @@ class OutPort {
     // costs no vector, and goes out as a plain value when its input was a whole item.
     if (!first_) return send(Entry<T>{current_, std::nullopt});
     if (pending_.empty()) {
-      const bool sent = current_.width == Tag::whole ? send_value(current_.seq, std::move(*first_))
-                                                     : send(Entry<T>{current_, std::move(*first_)});
+      // Out of first_ before it is sent, so that a throw leaves no moved-from value behind.
+      T value = std::move(*first_);
       first_.reset();
-      return sent;
+      return current_.width == Tag::whole ? send_value(current_.seq, std::move(value))
+                                          : send(Entry<T>{current_, std::move(value)});
     }
     const std::size_t count = pending_.size() + 1;
     std::optional<T> first = std::exchange(first_, std::nullopt);

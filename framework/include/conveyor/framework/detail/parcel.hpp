@@ -100,7 +100,7 @@ class Batch {
   // A whole item with number `seq` (the common case): continues the run without building an Entry,
   // whose tag and optional would be stored on the stack and read straight back.
   [[gnu::always_inline]] void append_value(std::uint64_t seq, T&& value) {
-    if (!tagged_) {
+    if (!tagged_ && seq != Tag::unsequenced_seq) {
       if (values_.empty()) {
         first_ = seq;
         values_.push_back(std::move(value));
@@ -116,7 +116,9 @@ class Batch {
 
   [[gnu::always_inline]] void append(Entry<T>&& entry) {
     if (!tagged_) {
+      // An item without a number (from a flush hook) neither starts nor continues a run.
       const bool continues = entry.value && entry.tag.width == Tag::whole &&
+                             entry.tag.sequenced() &&
                              (values_.empty() || entry.tag.seq == first_ + values_.size());
       if (continues) {
         if (values_.empty()) first_ = entry.tag.seq;

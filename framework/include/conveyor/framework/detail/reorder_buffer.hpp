@@ -5,9 +5,10 @@
 // widths add up to a whole, then gives their values out by offset. The window gate upstream
 // guarantees that no number outside the window arrives, so the buffer never grows: after the first
 // lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
-// comes early is kept whole rather than slot by slot, and goes out whole when its turn comes.
-// Entries without a number (from flush hooks upstream) are kept apart and given out after the
-// stream.
+// comes early and is at least half full is kept whole rather than slot by slot, and goes out whole
+// when its turn comes; its storage (at most twice what its items need) then goes back to the
+// producers. Entries without a number (from flush hooks upstream) are kept apart and given out
+// after the stream.
 //
 // Contract: used by one worker only.
 #pragma once
@@ -75,6 +76,13 @@ class ReorderBuffer {
     CONVEYOR_CONTRACT(first >= next_ && first + count - next_ <= slots_.size(),
                       "ReorderBuffer: a sequence number outside the window arrived");
     if (first != next_) {
+      if (count * 2 < batch.capacity()) {
+        // A short run (a partial batch) would hold a whole batch's storage: slot by slot instead.
+        std::uint64_t seq = first;
+        for (T& value : batch.values())
+          add(Tag::fresh(seq++), &value, deliver);
+        return;
+      }
       parked_.push_back(std::move(batch));
       return;
     }
