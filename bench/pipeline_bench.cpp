@@ -3,7 +3,7 @@
 // does trivial work (the framework's overhead is what is measured) or about 2 us of hashing per
 // item (how close the pipeline gets to two cores' worth against a single-threaded loop).
 //
-// `machine/core_to_core_round_trip` gives the context: what one cache line's trip between the two
+// `machine/core_to_core_round_trip` records context: what one cache line's round trip between two
 // cores costs on this machine at this moment, which every hand-over between workers pays.
 //
 // With CONVEYOR_BENCH_PROMETHEUS, the 3-stage workload also runs with the Prometheus exporter
@@ -234,7 +234,7 @@ void single_thread_loop(benchmark::State& state, std::uint64_t items) {
 
 // Context for the ratios, not a comparison: how long a cache line takes to go from one core to
 // another and back, two threads pinned to cores 0 and 1 passing a counter. Every hand-over between
-// workers pays this, and on a virtual machine it changes with where the host puts the virtual
+// workers pays this, and on a virtual machine it may change with where the host puts the virtual
 // CPUs; the single-threaded loop does not pay it at all.
 void core_to_core_round_trip(benchmark::State& state) {
   constexpr std::uint64_t round_trips = 100'000;
