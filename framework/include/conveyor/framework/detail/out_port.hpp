@@ -201,11 +201,8 @@ class OutPort {
     const std::size_t destination = destination_of(entry);
     if (batch_ == 1) return dispatch_parcel(Parcel<T>(std::move(entry)), destination);
     const std::size_t collection = dispatch_.kind() == Dispatch::Kind::by_key ? destination : 0;
-    Batch<T>& batch = collected_[collection];
-    if (batch.capacity() == 0) batch = fresh_batch();
-    batch.append(std::move(entry));
-    if (batch.size() < batch_) return !worker_.cancelled();
-    return ship(collection, destination);
+    return collect(collection, destination,
+                   [&](Batch<T>& batch) { batch.append(std::move(entry)); });
   }
 
   // send() for a whole item with number `seq`.
@@ -213,19 +210,23 @@ class OutPort {
     if (batch_ == 1 || dispatch_.kind() == Dispatch::Kind::by_key) {
       return send(Entry<T>{Tag::fresh(seq), std::move(value)});
     }
-    Batch<T>& batch = collected_[0];
-    if (batch.capacity() == 0) {
-      batch = fresh_batch();
-    } else if (batch.size() > 1 && batch.breaks_run(seq)) {
-      // A run of several items ends here (behind round-robin dispatch, the next input came from
-      // elsewhere): it goes out as it is, so that this batch and the next stay runs, which an
-      // in-order consumer takes whole instead of item by item.
-      if (!ship(0, 0)) return false;
-      batch = fresh_batch();
-    }
-    batch.append_value(seq, std::move(value));
+    // A run of several items that ends here (behind round-robin dispatch, the next input came from
+    // elsewhere) goes out as it is, so that this batch and the next stay runs, which an in-order
+    // consumer takes whole instead of item by item.
+    if (collected_[0].size() > 1 && collected_[0].breaks_run(seq) && !ship(0, 0)) return false;
+    return collect(0, 0, [&](Batch<T>& batch) { batch.append_value(seq, std::move(value)); });
+  }
+
+  // Adds to collection `collection` (given storage first if it has none) with `append`, and ships
+  // it to `destination` once it holds a whole batch.
+  template <class Append>
+  [[gnu::always_inline]] bool collect(std::size_t collection, std::size_t destination,
+                                      Append&& append) {
+    Batch<T>& batch = collected_[collection];
+    if (batch.capacity() == 0) batch = fresh_batch();
+    append(batch);
     if (batch.size() < batch_) return !worker_.cancelled();
-    return ship(0, 0);
+    return ship(collection, destination);
   }
 
   // Sends collection `collection` to `destination`, leaving it without storage.
