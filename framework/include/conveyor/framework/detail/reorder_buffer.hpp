@@ -66,8 +66,9 @@ class ReorderBuffer {
   }
 
   // Takes a batch in run form (parcel.hpp) and gives out, in order, every value whose turn has
-  // come. A run whose turn has not come is kept whole: the buffer takes the batch's storage, and
-  // hands it back through take_spare() once the run has gone out.
+  // come. A run whose turn has not come is kept whole if the batch is at least half full: the
+  // buffer then takes the batch's storage, and hands it back through spare() once the run has gone
+  // out. A shorter early run goes into the slots, and the caller keeps its storage.
   template <class Deliver>
   void add_run(Batch<T>& batch, Deliver&& deliver) {
     const std::uint64_t first = batch.first();
@@ -166,7 +167,7 @@ class ReorderBuffer {
       if (parked_[i].first() != next_) continue;
       // Taken out before the values go out, like a slot's.
       Batch<T> run = std::move(parked_[i]);
-      parked_[i] = std::move(parked_.back());
+      if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();
       next_ += run.size();
       for (T& value : run.values())
