@@ -95,6 +95,30 @@ class StageBody {
     if constexpr (requires(F & f) { f.flush(emit); }) f_.flush(emit);
   }
 
+  // Whether the code maps each input to exactly one output (it returns Out, not an
+  // std::optional and not through Emit), which lets a run of inputs be mapped in one loop.
+  static constexpr bool maps = [] {
+    if constexpr (process_emits<F, In, Out>) {
+      return false;
+    } else if constexpr (process_returns<F, In>) {
+      return !is_optional<
+          std::remove_cvref_t<decltype(std::declval<F&>().process(std::declval<In&&>()))>>::value;
+    } else if constexpr (call_emits<F, In, Out>) {
+      return false;
+    } else {
+      return !is_optional<std::remove_cvref_t<std::invoke_result_t<F&, In&&>>>::value;
+    }
+  }();
+
+  // The one output of a mapping stage for `item`.
+  Out map(In&& item) requires maps {
+    if constexpr (process_returns<F, In>) {
+      return f_.process(std::move(item));
+    } else {
+      return f_(std::move(item));
+    }
+  }
+
  private:
   template <class R>
   static void send(R&& result, Emit<Out>& emit) {
@@ -173,6 +197,9 @@ concept source_body = !std::is_void_v<Out> &&
 template <class F, class Out>
 class SourceBody {
  public:
+  // Whether the source is pulled (next() or f() -> std::optional<Out>), rather than emitting.
+  static constexpr bool pulled = source_next<F> || source_generates<F>;
+
   explicit SourceBody(F f) : f_(std::move(f)) {}
 
   void run(Emit<Out>& emit) {
@@ -187,8 +214,8 @@ class SourceBody {
     }
   }
 
- private:
-  auto next() {
+  // A pulled source's next item, or nullopt at its end.
+  auto next() requires pulled {
     if constexpr (source_next<F>) {
       return f_.next();
     } else {
@@ -196,6 +223,7 @@ class SourceBody {
     }
   }
 
+ private:
   F f_;
 };
 

@@ -187,7 +187,16 @@ class SourceNode final : public NodeBase {
         Emit<Out> emit(port, true);
         SourceBody<F, Out> body(std::move(code_[worker]));
         BusyClock clock(context);
-        body.run(emit);
+        if constexpr (SourceBody<F, Out>::pulled) {
+          // A pulled source fills whole batches in one loop when the port batches.
+          if (port.pulls()) {
+            (void)port.pull([&] { return body.next(); });
+          } else {
+            body.run(emit);
+          }
+        } else {
+          body.run(emit);
+        }
         clock.record(0);
         if (!context.cancelled()) port.close();
       });
@@ -280,6 +289,15 @@ class StageNode final : public NodeBase {
         } else {
           completed = consume_unordered(
               in, context,
+              [&](Batch<In>& run) {
+                if constexpr (StageBody<F, In, Out>::maps) {
+                  if (!out.takes_runs_of(run.size())) return false;
+                  map_run(run, body, in, out, counters);
+                  return true;
+                } else {
+                  return false;
+                }
+              },
               [&](const Tag& tag, In* value) -> std::uint64_t {
                 out.begin_item(tag);
                 std::uint64_t given = 0;
@@ -302,6 +320,27 @@ class StageNode final : public NodeBase {
     }
 
    private:
+    // A mapping stage's run of inputs, in one loop: the outputs keep the run form and go out as
+    // one batch. With the same input and output type the run is mapped in place and its storage
+    // goes on downstream, while a batch that came back from downstream goes upstream instead
+    // (so that neither side allocates).
+    static void map_run(Batch<In>& run, StageBody<F, In, Out>& body, InPort<In>& in,
+                        OutPort<Out>& out, WorkerCounters& counters) {
+      counters.items_in.add(run.size());
+      if constexpr (std::is_same_v<In, Out> && std::is_move_assignable_v<In>) {
+        for (In& value : run.values())
+          value = body.map(std::move(value));
+        if (std::optional<Batch<In>> spare = out.returned_batch()) in.recycle(std::move(*spare));
+        (void)out.send_run(std::move(run));
+      } else {
+        Batch<Out> mapped = out.empty_batch();
+        std::vector<Out>& values = mapped.extend_run(run.first());
+        for (In& value : run.values())
+          values.push_back(body.map(std::move(value)));
+        (void)out.send_run(std::move(mapped));
+      }
+    }
+
     StageNode& node_;
     const Wiring wiring_;
     std::vector<F> code_;
@@ -355,7 +394,7 @@ class SinkNode final : public NodeBase {
           completed = consume_in_order(in, context, reorder, wiring_.input_gate, consume, [] {});
         } else {
           completed = consume_unordered(
-              in, context,
+              in, context, [](Batch<In>&) { return false; },
               [&](const Tag&, In* value) -> std::uint64_t {
                 if (value == nullptr) return 0;
                 consume(std::move(*value));

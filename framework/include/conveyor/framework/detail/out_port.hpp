@@ -169,6 +169,92 @@ class OutPort {
     if (worker_.owed() != nullptr) worker_.owed()->deliver();
   }
 
+  // --- Whole runs (batch-level fast paths) ---
+  //
+  // A run of whole items can go out as one parcel, without the per-item path, when items go out
+  // batched, no item needs its own lane (round-robin or broadcast, not by_key) and the port does
+  // not number items for an in-order stage itself (not a sequencer; `pull` handles sources).
+
+  // Whether send_run() takes a run of `size` items.
+  [[nodiscard]] bool takes_runs_of(std::size_t size) const noexcept {
+    return batch_ > 1 && size <= batch_ && dispatch_.kind() != Dispatch::Kind::by_key &&
+           tagging_ != Tagging::sequencer;
+  }
+
+  // Storage for a run: a batch that came back from a consumer, or a new one.
+  [[nodiscard]] Batch<T> empty_batch() { return fresh_batch(); }
+
+  // A batch that came back from a consumer, if one did (not a new one).
+  [[nodiscard]] std::optional<Batch<T>> returned_batch() {
+    for (Lane<Batch<T>>* returned : returns_) {
+      if (std::optional<Batch<T>> batch = returned->try_pop()) return batch;
+    }
+    return std::nullopt;
+  }
+
+  // Sends `run`, the outputs of a run of inputs, one per input and numbered as they were (a
+  // forwarding port keeps the numbers; an untagged one gives its own). False once cancelled.
+  // Contract: takes_runs_of(run.size()), and run.is_run().
+  bool send_run(Batch<T>&& run) {
+    CONVEYOR_CONTRACT(run.is_run() && takes_runs_of(run.size()),
+                      "OutPort::send_run: a run the port can take whole");
+    worker_.counters().items_out.add(run.size());
+    if (tagging_ == Tagging::none) {
+      run.renumber(next_seq_);
+      next_seq_ += run.size();
+    }
+    // What the per-item path collected goes first, so that both stay runs.
+    if (!collected_[0].empty() && !ship(0, 0)) return false;
+    if (run.empty()) return !worker_.cancelled();
+    return dispatch_parcel(Parcel<T>(std::move(run)), 0);
+  }
+
+  // Whether pull() may run: a batched port, not by_key.
+  [[nodiscard]] bool pulls() const noexcept {
+    return batch_ > 1 && dispatch_.kind() != Dispatch::Kind::by_key && tagging_ != Tagging::forward;
+  }
+
+  // A source's loop for a pull source (`next()` returns std::optional<T>): fills batches straight
+  // from `next` until it returns nullopt, a stop is requested or the pipeline is cancelled. Stop
+  // requests and cancellation are checked once per batch. Returns false if it ended early (stop
+  // or cancellation), true at the end of the source.
+  // Contract: pulls().
+  template <class Next>
+  bool pull(Next&& next) {
+    CONVEYOR_CONTRACT(pulls(), "OutPort::pull: a batched source's port");
+    for (;;) {
+      if (worker_.cancelled() || worker_.stop_requested()) return false;
+      std::uint64_t room = batch_ - collected_[0].size();
+      if (gate_ != nullptr && tagging_ == Tagging::sequencer) {
+        // Numbers only within the ordering window.
+        if (next_seq_ >= released_ + gate_->window()) {
+          released_ = gate_->released();
+          if (next_seq_ >= released_ + gate_->window() && !wait_for_window(next_seq_)) {
+            return false;
+          }
+        }
+        room = std::min<std::uint64_t>(room, released_ + gate_->window() - next_seq_);
+      }
+      Batch<T>& batch = collected_[0];
+      if (batch.capacity() == 0) batch = fresh_batch();
+      std::vector<T>& values = batch.extend_run(next_seq_);
+      std::uint64_t taken = 0;
+      bool ended = false;
+      for (; taken < room; ++taken) {
+        std::optional<T> item = next();
+        if (!item) {
+          ended = true;
+          break;
+        }
+        values.push_back(std::move(*item));
+      }
+      next_seq_ += taken;
+      worker_.counters().items_out.add(taken);
+      if (ended) return true;
+      if (batch.size() >= batch_ && !ship(0, 0)) return false;
+    }
+  }
+
   [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
   [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
 

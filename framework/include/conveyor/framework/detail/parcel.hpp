@@ -23,6 +23,8 @@
 #include <variant>
 #include <vector>
 
+#include "conveyor/sync/detail/contract.hpp"
+
 namespace conveyor::detail {
 
 struct Tag {
@@ -95,6 +97,22 @@ class Batch {
   // continue it).
   [[nodiscard]] bool breaks_run(std::uint64_t seq) const noexcept {
     return !tagged_ && !values_.empty() && seq != first_ + values_.size();
+  }
+
+  // The run's values, to append whole items numbered first() + size() onwards in one loop; an
+  // empty batch starts its run at `next`. Contract: the batch is a run that `next` continues.
+  [[nodiscard]] std::vector<T>& extend_run(std::uint64_t next) noexcept {
+    CONVEYOR_CONTRACT(!tagged_ && next != Tag::unsequenced_seq &&
+                          (values_.empty() || next == first_ + values_.size()),
+                      "Batch::extend_run: the numbers must continue the run");
+    if (values_.empty()) first_ = next;
+    return values_;
+  }
+
+  // Gives the run new numbers: first(), first() + 1, ... become first, first + 1, ...
+  void renumber(std::uint64_t first) noexcept {
+    CONVEYOR_CONTRACT(!tagged_, "Batch::renumber: only a run can be renumbered");
+    first_ = first;
   }
 
   // A whole item with number `seq` (the common case): continues the run without building an Entry,

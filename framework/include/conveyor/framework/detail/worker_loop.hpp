@@ -72,10 +72,12 @@ void recycle(InPort<T>& in, Parcel<T>& parcel) {
   if (batch != nullptr && batch->capacity() > 0) in.recycle(std::move(*batch));
 }
 
-// Arrival order. `handle(tag, value)` processes one entry (a gap too: value null) and returns how
-// many items it gave the stage's code (0 or 1). Returns false if the pipeline was cancelled.
-template <class T, class Handle, class BeforeSleep>
-bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
+// Arrival order. `take_run(batch)` may process a batch in run form whole (every entry an item)
+// and return true; it may move the batch's storage away. Otherwise `handle(tag, value)` processes
+// each entry (a gap too: value null) and returns how many items it gave the stage's code (0 or
+// 1). Returns false if the pipeline was cancelled.
+template <class T, class TakeRun, class Handle, class BeforeSleep>
+bool consume_unordered(InPort<T>& in, WorkerContext& worker, TakeRun&& take_run, Handle&& handle,
                        BeforeSleep&& before_sleep) {
   BusyClock clock(worker);
   for (;;) {
@@ -88,7 +90,13 @@ bool consume_unordered(InPort<T>& in, WorkerContext& worker, Handle&& handle,
       parcel.emplace(std::move(*waited));
     }
     std::uint64_t items = 0;
-    for_each_entry(*parcel, [&](const Tag& tag, T* value) { items += handle(tag, value); });
+    auto* batch = std::get_if<Batch<T>>(&*parcel);
+    const std::uint64_t size = batch != nullptr ? batch->size() : 0;
+    if (batch != nullptr && batch->is_run() && take_run(*batch)) {
+      items = size;
+    } else {
+      for_each_entry(*parcel, [&](const Tag& tag, T* value) { items += handle(tag, value); });
+    }
     recycle(in, *parcel);
     clock.parcel_done(items);
     if (worker.cancelled()) return false;
