@@ -6,14 +6,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "pipeline_support.hpp"
+#include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -28,6 +33,7 @@ using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
+using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
 constexpr std::uint64_t items = 50'000;
@@ -127,24 +133,29 @@ TEST_P(BatchRunsTest, UnorderedEdgesCarryEveryItemOnce) {
   EXPECT_EQ(tally.get(), expected_tally(items));
 }
 
-// Broadcast: every sink worker gets a copy of each mapped run.
+// Broadcast: every sink worker gets its own copy of each mapped run.
 TEST_P(BatchRunsTest, BroadcastRunsReachEveryWorker) {
   Watchdog watchdog;
   const RunCase c = GetParam();
   Pipeline p;
-  SharedTally both;
+  std::mutex mutex;
+  std::map<std::thread::id, Tally> per_worker;
   p.source(count_to(items)) |
       stage([](std::uint64_t x) { return x; },
             {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
-      sink([&](std::uint64_t x) { both.add(x); }, {.mode = Mode::parallel,
-                                                   .workers = 2,
-                                                   .dispatch = Dispatch::broadcast(),
-                                                   .batch = c.batch_out});
+      sink(
+          [&](std::uint64_t x) {
+            const std::scoped_lock lock(mutex);
+            per_worker[std::this_thread::get_id()].add(x);
+          },
+          {.mode = Mode::parallel,
+           .workers = 2,
+           .dispatch = Dispatch::broadcast(),
+           .batch = c.batch_out});
   p.run();
-  Tally twice = expected_tally(items);
-  twice.count *= 2;
-  twice.hash *= 2;
-  EXPECT_EQ(both.get(), twice);
+  ASSERT_EQ(per_worker.size(), 2U);
+  for (const auto& [worker, tally] : per_worker)
+    EXPECT_EQ(tally, expected_tally(items));
 }
 
 // A small ordering window: the source fills batches only with numbers inside it, and the
@@ -203,6 +214,82 @@ TEST(BatchRunsStop, RequestStopDrainsWhatThePulledSourceTook) {
   EXPECT_GT(stats.stages.front().items_out, 0U);
   EXPECT_EQ(stats.stages.front().items_out, consumed.load());
   EXPECT_EQ(stats.stages.back().items_in, consumed.load());
+}
+
+class BatchRunsTracked : public conveyor::testing::TrackedLeakCheck {};
+
+// Move-only items, without assignment or a default constructor, are mapped in place: each output
+// is built where its input was, and every one is destroyed once.
+TEST_F(BatchRunsTracked, MoveOnlyItemsAreMappedInPlace) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::int64_t expected = 0;
+  std::uint64_t wrong = 0;
+  p.source([next = std::int64_t{0}]() mutable -> std::optional<Tracked> {
+    if (next == static_cast<std::int64_t>(items)) return std::nullopt;
+    return Tracked(next++);
+  }) |
+      stage([](Tracked t) { return Tracked(2 * t.value()); },
+            {.mode = Mode::parallel, .workers = 2, .batch = 16}) |
+      sink(
+          [&](Tracked t) {
+            if (t.value() != 2 * expected) ++wrong;
+            ++expected;
+          },
+          {.mode = Mode::serial_in_order, .batch = 16});
+  p.run();
+  EXPECT_EQ(expected, static_cast<std::int64_t>(items));
+  EXPECT_EQ(wrong, 0U);
+}
+
+enum class Thrower { source, in_place, typed };
+
+// A throw in the middle of a run (from the mapping code, in place or not) or of a batch (from a
+// pulled source) fails the pipeline, is rethrown, is counted once, and leaks nothing; the counts
+// stop at the item that threw.
+TEST_F(BatchRunsTracked, AThrowInTheMiddleOfARunFailsCleanly) {
+  Watchdog watchdog;
+  constexpr std::int64_t fatal = 1'000;
+  for (Thrower thrower : {Thrower::source, Thrower::in_place, Thrower::typed}) {
+    conveyor::PipelineStats stats;
+    {
+      Pipeline p;
+      p.source([next = std::int64_t{0}, thrower]() mutable -> std::optional<Tracked> {
+        if (thrower == Thrower::source && next == fatal) throw std::runtime_error("source failed");
+        if (next == static_cast<std::int64_t>(items)) return std::nullopt;
+        return Tracked(next++);
+      }) |
+          stage(
+              [thrower](Tracked t) {
+                if (thrower == Thrower::in_place && t.value() == fatal) {
+                  throw std::runtime_error("in-place map failed");
+                }
+                return t;
+              },
+              {.mode = Mode::parallel, .workers = 1, .batch = 16}) |
+          stage(
+              [thrower](Tracked t) {
+                if (thrower == Thrower::typed && t.value() == fatal) {
+                  throw std::runtime_error("typed map failed");
+                }
+                return t.value();
+              },
+              {.mode = Mode::parallel, .workers = 1, .batch = 16}) |
+          sink([](std::int64_t) {}, {.mode = Mode::serial_in_order, .batch = 16});
+      EXPECT_THROW(p.run(), std::runtime_error);
+      stats = p.stats();
+    }  // what the channels still held is destroyed with the pipeline
+    const std::size_t failed = static_cast<std::size_t>(thrower);
+    EXPECT_EQ(stats.stages[failed].errors, 1U) << failed;
+    if (thrower == Thrower::source) {
+      // Every item the source returned before it threw, and nothing more.
+      EXPECT_EQ(stats.stages[0].items_out, static_cast<std::uint64_t>(fatal));
+    } else {
+      // One worker, in order: every item up to the one that threw reached the code.
+      EXPECT_EQ(stats.stages[failed].items_in, static_cast<std::uint64_t>(fatal) + 1);
+    }
+    EXPECT_EQ(Tracked::alive(), 0) << failed;
+  }
 }
 
 }  // namespace

@@ -98,13 +98,12 @@ class StageBody {
   // Whether the code maps each input to exactly one output (it returns Out, not an
   // std::optional and not through Emit), which lets a run of inputs be mapped in one loop.
   static constexpr bool maps = [] {
-    if constexpr (process_emits<F, In, Out>) {
+    if constexpr (process_emits<F, In, Out> ||
+                  (!process_returns<F, In> && call_emits<F, In, Out>)) {
       return false;
     } else if constexpr (process_returns<F, In>) {
       return !is_optional<
           std::remove_cvref_t<decltype(std::declval<F&>().process(std::declval<In&&>()))>>::value;
-    } else if constexpr (call_emits<F, In, Out>) {
-      return false;
     } else {
       return !is_optional<std::remove_cvref_t<std::invoke_result_t<F&, In&&>>>::value;
     }

@@ -321,22 +321,40 @@ class StageNode final : public NodeBase {
 
    private:
     // A mapping stage's run of inputs, in one loop: the outputs keep the run form and go out as
-    // one batch. With the same input and output type the run is mapped in place and its storage
-    // goes on downstream, while a batch that came back from downstream goes upstream instead
-    // (so that neither side allocates).
+    // one batch. With the same input and output type the run is mapped in place (each output is
+    // constructed where its input was, as the per-item path constructs it) and its storage goes on
+    // downstream, while a batch that came back from downstream goes upstream instead (so that
+    // neither side allocates). items_in counts what reached the code, a throwing item included.
     static void map_run(Batch<In>& run, StageBody<F, In, Out>& body, InPort<In>& in,
                         OutPort<Out>& out, WorkerCounters& counters) {
-      counters.items_in.add(run.size());
-      if constexpr (std::is_same_v<In, Out> && std::is_move_assignable_v<In>) {
-        for (In& value : run.values())
-          value = body.map(std::move(value));
+      constexpr bool in_place = std::is_same_v<In, Out> && std::is_nothrow_move_constructible_v<In>;
+      std::vector<In>& inputs = run.values();
+      std::size_t given = 0;
+      Batch<Out> mapped;
+      try {
+        if constexpr (in_place) {
+          for (; given < inputs.size(); ++given) {
+            In& value = inputs[given];
+            Out output = body.map(std::move(value));
+            std::destroy_at(&value);
+            std::construct_at(&value, std::move(output));
+          }
+        } else {
+          mapped = out.fresh_batch();
+          std::vector<Out>& outputs = mapped.extend_run(run.first());
+          for (; given < inputs.size(); ++given)
+            outputs.push_back(body.map(std::move(inputs[given])));
+        }
+      } catch (...) {
+        counters.items_in.add(given + 1);  // the item that threw reached the code too
+        throw;
+      }
+      counters.items_in.add(given);
+      if constexpr (in_place) {
         if (std::optional<Batch<In>> spare = out.returned_batch()) in.recycle(std::move(*spare));
         (void)out.send_run(std::move(run));
+        run = Batch<In>();  // its storage went downstream: nothing to recycle
       } else {
-        Batch<Out> mapped = out.empty_batch();
-        std::vector<Out>& values = mapped.extend_run(run.first());
-        for (In& value : run.values())
-          values.push_back(body.map(std::move(value)));
         (void)out.send_run(std::move(mapped));
       }
     }

@@ -182,7 +182,12 @@ class OutPort {
   }
 
   // Storage for a run: a batch that came back from a consumer, or a new one.
-  [[nodiscard]] Batch<T> empty_batch() { return fresh_batch(); }
+  [[nodiscard]] Batch<T> fresh_batch() {
+    if (std::optional<Batch<T>> returned = returned_batch()) return std::move(*returned);
+    Batch<T> batch;
+    batch.reserve(batch_);
+    return batch;
+  }
 
   // A batch that came back from a consumer, if one did (not a new one).
   [[nodiscard]] std::optional<Batch<T>> returned_batch() {
@@ -214,42 +219,51 @@ class OutPort {
     return batch_ > 1 && dispatch_.kind() != Dispatch::Kind::by_key && tagging_ != Tagging::forward;
   }
 
-  // A source's loop for a pull source (`next()` returns std::optional<T>): fills batches straight
-  // from `next` until it returns nullopt, a stop is requested or the pipeline is cancelled. Stop
-  // requests and cancellation are checked once per batch. Returns false if it ended early (stop
+  // A source's loop for a pulled source (`next()` returns std::optional<T>): fills batches straight
+  // from `next` until it returns nullopt, a stop is requested or the pipeline is cancelled, which
+  // it checks before every call, as the per-item path does. Returns false if it ended early (stop
   // or cancellation), true at the end of the source.
   // Contract: pulls().
   template <class Next>
   bool pull(Next&& next) {
     CONVEYOR_CONTRACT(pulls(), "OutPort::pull: a batched source's port");
     for (;;) {
-      if (worker_.cancelled() || worker_.stop_requested()) return false;
-      std::uint64_t room = batch_ - collected_[0].size();
-      if (gate_ != nullptr && tagging_ == Tagging::sequencer) {
-        // Numbers only within the ordering window.
-        if (next_seq_ >= released_ + gate_->window()) {
-          released_ = gate_->released();
-          if (next_seq_ >= released_ + gate_->window() && !wait_for_window(next_seq_)) {
-            return false;
-          }
-        }
-        room = std::min<std::uint64_t>(room, released_ + gate_->window() - next_seq_);
+      if (gate_ != nullptr && tagging_ == Tagging::sequencer &&
+          next_seq_ >= released_ + gate_->window()) {
+        // Numbers only within the ordering window (waiting flushes what was collected).
+        released_ = gate_->released();
+        if (next_seq_ >= released_ + gate_->window() && !wait_for_window(next_seq_)) return false;
       }
       Batch<T>& batch = collected_[0];
       if (batch.capacity() == 0) batch = fresh_batch();
+      std::uint64_t room = batch_ - batch.size();
+      if (gate_ != nullptr && tagging_ == Tagging::sequencer) {
+        room = std::min<std::uint64_t>(room, released_ + gate_->window() - next_seq_);
+      }
       std::vector<T>& values = batch.extend_run(next_seq_);
       std::uint64_t taken = 0;
+      bool stopped = false;
       bool ended = false;
-      for (; taken < room; ++taken) {
-        std::optional<T> item = next();
-        if (!item) {
-          ended = true;
-          break;
+      try {
+        for (; taken < room; ++taken) {
+          if (worker_.cancelled() || worker_.stop_requested()) {
+            stopped = true;
+            break;
+          }
+          std::optional<T> item = next();
+          if (!item) {
+            ended = true;
+            break;
+          }
+          values.push_back(std::move(*item));
         }
-        values.push_back(std::move(*item));
+      } catch (...) {
+        // The numbers and the count follow what was taken.
+        took(taken);
+        throw;
       }
-      next_seq_ += taken;
-      worker_.counters().items_out.add(taken);
+      took(taken);
+      if (stopped) return false;
       if (ended) return true;
       if (batch.size() >= batch_ && !ship(0, 0)) return false;
     }
@@ -322,14 +336,10 @@ class OutPort {
     return dispatch_parcel(std::move(parcel), destination);
   }
 
-  // An empty batch: one a consumer handed back, or a new one.
-  Batch<T> fresh_batch() {
-    for (Lane<Batch<T>>* returned : returns_) {
-      if (std::optional<Batch<T>> batch = returned->try_pop()) return std::move(*batch);
-    }
-    Batch<T> batch;
-    batch.reserve(batch_);
-    return batch;
+  // pull() took `count` items with the next numbers.
+  void took(std::uint64_t count) noexcept {
+    next_seq_ += count;
+    worker_.counters().items_out.add(count);
   }
 
   // by_key: the lane of the entry's key; otherwise unused.
