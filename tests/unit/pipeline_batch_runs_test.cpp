@@ -194,26 +194,34 @@ INSTANTIATE_TEST_SUITE_P(Shapes, BatchRunsTest,
                                            RunCase{2, 1, 16}, RunCase{2, 16, 1}),
                          run_case_name);
 
-// A pulled source checks for a stop once per batch; what it took before the stop still reaches
-// the sink, and the counts agree end to end.
-TEST(BatchRunsStop, RequestStopDrainsWhatThePulledSourceTook) {
+// A pulled source is not called again once a stop is requested, and everything it returned
+// before reaches the sink, batched (whole batches) or not (item by item): nothing it took is
+// dropped, and the counts agree end to end.
+TEST(BatchRunsStop, RequestStopDeliversEverythingThePulledSourceReturned) {
   Watchdog watchdog;
-  std::atomic<std::uint64_t> consumed{0};
-  Pipeline p;
-  p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> { return next++; }) |
-      stage([](std::uint64_t x) { return x; },
-            {.mode = Mode::parallel, .workers = 2, .batch = 32}) |
-      sink([&](std::uint64_t) { consumed.fetch_add(1, std::memory_order_relaxed); },
-           {.mode = Mode::serial_in_order, .batch = 32});
-  p.start();
-  while (consumed.load(std::memory_order_relaxed) < 10'000)
-    std::this_thread::yield();
-  p.request_stop();
-  p.wait();
-  const auto stats = p.stats();
-  EXPECT_GT(stats.stages.front().items_out, 0U);
-  EXPECT_EQ(stats.stages.front().items_out, consumed.load());
-  EXPECT_EQ(stats.stages.back().items_in, consumed.load());
+  for (std::size_t batch : {std::size_t{1}, std::size_t{32}}) {
+    std::atomic<std::uint64_t> returned{0};
+    std::atomic<std::uint64_t> consumed{0};
+    Pipeline p;
+    p.source([&returned, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+      returned.fetch_add(1, std::memory_order_relaxed);
+      return next++;
+    }) |
+        stage([](std::uint64_t x) { return x; },
+              {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        sink([&](std::uint64_t) { consumed.fetch_add(1, std::memory_order_relaxed); },
+             {.mode = Mode::serial_in_order, .batch = batch});
+    p.start();
+    while (consumed.load(std::memory_order_relaxed) < 10'000)
+      std::this_thread::yield();
+    p.request_stop();
+    p.wait();
+    const auto stats = p.stats();
+    EXPECT_GT(stats.stages.front().items_out, 0U);
+    EXPECT_EQ(returned.load(), consumed.load()) << "batch " << batch;
+    EXPECT_EQ(stats.stages.front().items_out, consumed.load()) << "batch " << batch;
+    EXPECT_EQ(stats.stages.back().items_in, consumed.load()) << "batch " << batch;
+  }
 }
 
 class BatchRunsTracked : public conveyor::testing::TrackedLeakCheck {};
@@ -285,8 +293,10 @@ TEST_F(BatchRunsTracked, AThrowInTheMiddleOfARunFailsCleanly) {
       // Every item the source returned before it threw, and nothing more.
       EXPECT_EQ(stats.stages[0].items_out, static_cast<std::uint64_t>(fatal));
     } else {
-      // One worker, in order: every item up to the one that threw reached the code.
+      // One worker, in order: every item up to the one that threw reached the code, and every
+      // output before it was emitted.
       EXPECT_EQ(stats.stages[failed].items_in, static_cast<std::uint64_t>(fatal) + 1);
+      EXPECT_EQ(stats.stages[failed].items_out, static_cast<std::uint64_t>(fatal));
     }
     EXPECT_EQ(Tracked::alive(), 0) << failed;
   }

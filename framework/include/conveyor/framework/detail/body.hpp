@@ -201,17 +201,8 @@ class SourceBody {
 
   explicit SourceBody(F f) : f_(std::move(f)) {}
 
-  void run(Emit<Out>& emit) {
-    if constexpr (source_next<F> || source_generates<F>) {
-      while (!emit.stop_requested()) {
-        auto item = next();
-        if (!item) return;
-        if (!emit(std::move(*item))) return;
-      }
-    } else {
-      f_(emit);
-    }
-  }
+  // An emitting source's run; a pulled one is driven by its node (next()).
+  void run(Emit<Out>& emit) requires(!pulled) { f_(emit); }
 
   // A pulled source's next item, or nullopt at its end.
   auto next() requires pulled {

@@ -188,11 +188,16 @@ class SourceNode final : public NodeBase {
         SourceBody<F, Out> body(std::move(code_[worker]));
         BusyClock clock(context);
         if constexpr (SourceBody<F, Out>::pulled) {
-          // A pulled source fills whole batches in one loop when the port batches.
+          // A pulled source fills whole batches in one loop when the port batches, and is
+          // otherwise called item by item; either way it is not called again once a stop is
+          // requested, and what it returned is delivered.
           if (port.pulls()) {
             (void)port.pull([&] { return body.next(); });
           } else {
-            body.run(emit);
+            while (!context.cancelled() && !context.stop_requested()) {
+              auto item = body.next();
+              if (!item || !port.emit(std::move(*item))) break;
+            }
           }
         } else {
           body.run(emit);
@@ -331,6 +336,11 @@ class StageNode final : public NodeBase {
       std::vector<In>& inputs = run.values();
       std::size_t given = 0;
       Batch<Out> mapped;
+      std::vector<Out>* outputs = nullptr;
+      if constexpr (!in_place) {
+        mapped = out.fresh_batch();
+        outputs = &mapped.extend_run(run.first());
+      }
       try {
         if constexpr (in_place) {
           for (; given < inputs.size(); ++given) {
@@ -340,13 +350,14 @@ class StageNode final : public NodeBase {
             std::construct_at(&value, std::move(output));
           }
         } else {
-          mapped = out.fresh_batch();
-          std::vector<Out>& outputs = mapped.extend_run(run.first());
           for (; given < inputs.size(); ++given)
-            outputs.push_back(body.map(std::move(inputs[given])));
+            outputs->push_back(body.map(std::move(inputs[given])));
         }
       } catch (...) {
-        counters.items_in.add(given + 1);  // the item that threw reached the code too
+        // As the per-item path counts: the item that threw reached the code, and every output
+        // before it was emitted.
+        counters.items_in.add(given + 1);
+        counters.items_out.add(given);
         throw;
       }
       counters.items_in.add(given);
