@@ -184,7 +184,6 @@ class SourceNode final : public NodeBase {
         OutPort<Out> port(context, output.producer_side(worker, wiring_.downstream),
                           *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
                           wiring_.output_gate);
-        Emit<Out> emit(port, true);
         SourceBody<F, Out> body(std::move(code_[worker]));
         BusyClock clock(context);
         if constexpr (SourceBody<F, Out>::pulled) {
@@ -200,6 +199,7 @@ class SourceNode final : public NodeBase {
             }
           }
         } else {
+          Emit<Out> emit(port, true);
           body.run(emit);
         }
         clock.record(0);
@@ -332,42 +332,39 @@ class StageNode final : public NodeBase {
     // neither side allocates). items_in counts what reached the code, a throwing item included.
     static void map_run(Batch<In>& run, StageBody<F, In, Out>& body, InPort<In>& in,
                         OutPort<Out>& out, WorkerCounters& counters) {
-      constexpr bool in_place = std::is_same_v<In, Out> && std::is_nothrow_move_constructible_v<In>;
       std::vector<In>& inputs = run.values();
-      std::size_t given = 0;
-      Batch<Out> mapped;
-      std::vector<Out>* outputs = nullptr;
-      if constexpr (!in_place) {
-        mapped = out.fresh_batch();
-        outputs = &mapped.extend_run(run.first());
+      if constexpr (std::is_same_v<In, Out> && std::is_nothrow_move_constructible_v<In>) {
+        map_each(inputs.size(), counters, [&](std::size_t i) {
+          Out output = body.map(std::move(inputs[i]));
+          std::destroy_at(&inputs[i]);
+          std::construct_at(&inputs[i], std::move(output));
+        });
+        if (std::optional<Batch<In>> spare = out.returned_batch()) in.recycle(std::move(*spare));
+        (void)out.send_run(std::move(run));
+        run = Batch<In>();  // its storage went downstream: nothing to recycle
+      } else {
+        Batch<Out> mapped = out.fresh_batch();
+        std::vector<Out>& outputs = mapped.extend_run(run.first());
+        map_each(inputs.size(), counters,
+                 [&](std::size_t i) { outputs.push_back(body.map(std::move(inputs[i]))); });
+        (void)out.send_run(std::move(mapped));
       }
+    }
+
+    // Calls map_one(i) for i in [0, count), counting as the per-item path does, also when it
+    // throws: the item that threw reached the code, and every output before it was emitted.
+    template <class MapOne>
+    static void map_each(std::size_t count, WorkerCounters& counters, MapOne&& map_one) {
+      std::size_t given = 0;
       try {
-        if constexpr (in_place) {
-          for (; given < inputs.size(); ++given) {
-            In& value = inputs[given];
-            Out output = body.map(std::move(value));
-            std::destroy_at(&value);
-            std::construct_at(&value, std::move(output));
-          }
-        } else {
-          for (; given < inputs.size(); ++given)
-            outputs->push_back(body.map(std::move(inputs[given])));
-        }
+        for (; given < count; ++given)
+          map_one(given);
       } catch (...) {
-        // As the per-item path counts: the item that threw reached the code, and every output
-        // before it was emitted.
         counters.items_in.add(given + 1);
         counters.items_out.add(given);
         throw;
       }
       counters.items_in.add(given);
-      if constexpr (in_place) {
-        if (std::optional<Batch<In>> spare = out.returned_batch()) in.recycle(std::move(*spare));
-        (void)out.send_run(std::move(run));
-        run = Batch<In>();  // its storage went downstream: nothing to recycle
-      } else {
-        (void)out.send_run(std::move(mapped));
-      }
     }
 
     StageNode& node_;
