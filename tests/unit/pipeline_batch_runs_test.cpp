@@ -44,6 +44,21 @@ struct RunCase {
   std::size_t batch_out;  // into the sink
 };
 
+// A parallel mapping stage of the case's workers, fed in batches of `batch`.
+conveyor::StageOptions mapping(const RunCase& c, std::size_t batch) {
+  return {.mode = Mode::parallel, .workers = c.workers, .batch = batch};
+}
+
+// An in-order sink's check: each value is the one after the previous one.
+struct Consecutive {
+  std::uint64_t expected = 0;
+  std::uint64_t wrong = 0;
+  void operator()(std::uint64_t x) {
+    if (x != expected) ++wrong;
+    expected = x + 1;
+  }
+};
+
 class BatchRunsTest : public ::testing::TestWithParam<RunCase> {};
 
 // In place (same type), then to another type and back: each value is checked, in order.
@@ -51,24 +66,17 @@ TEST_P(BatchRunsTest, MappedRunsArriveOnceAndInOrder) {
   Watchdog watchdog;
   const RunCase c = GetParam();
   Pipeline p;
-  std::uint64_t expected = 0;
-  std::uint64_t wrong = 0;
+  Consecutive check;
   p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return 3 * x + 1; },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
-      stage([](std::uint64_t x) { return std::to_string(x); },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
+      stage([](std::uint64_t x) { return 3 * x + 1; }, mapping(c, c.batch_in)) |
+      stage([](std::uint64_t x) { return std::to_string(x); }, mapping(c, c.batch_in)) |
       stage([](const std::string& s) { return (std::stoull(s) - 1) / 3; },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_out}) |
-      sink(
-          [&](std::uint64_t x) {
-            if (x != expected) ++wrong;
-            expected = x + 1;
-          },
-          {.mode = Mode::serial_in_order, .batch = c.batch_out});
+            mapping(c, c.batch_out)) |
+      sink([&](std::uint64_t x) { check(x); },
+           {.mode = Mode::serial_in_order, .batch = c.batch_out});
   p.run();
-  EXPECT_EQ(expected, items);
-  EXPECT_EQ(wrong, 0U);
+  EXPECT_EQ(check.expected, items);
+  EXPECT_EQ(check.wrong, 0U);
   // Counted once per run on the whole-batch paths, as once per item elsewhere.
   const auto stats = p.stats();
   for (std::size_t i = 0; i < stats.stages.size(); ++i) {
@@ -97,9 +105,8 @@ TEST_P(BatchRunsTest, RunsAndGapsShareAPortAndKeepTheOrder) {
             if (x % 100 > 90 && x % 3 == 0) return std::nullopt;
             return x;
           },
-          {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
-      stage([](std::uint64_t x) { return 2 * x; },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
+          mapping(c, c.batch_in)) |
+      stage([](std::uint64_t x) { return 2 * x; }, mapping(c, c.batch_in)) |
       sink(
           [&](std::uint64_t y) {
             while (next_x % 100 > 90 && next_x % 3 == 0)
@@ -124,9 +131,7 @@ TEST_P(BatchRunsTest, UnorderedEdgesCarryEveryItemOnce) {
   const RunCase c = GetParam();
   Pipeline p;
   SharedTally tally;
-  p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return x + 7; },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
+  p.source(count_to(items)) | stage([](std::uint64_t x) { return x + 7; }, mapping(c, c.batch_in)) |
       sink([&](std::uint64_t x) { tally.add(x - 7); },
            {.mode = Mode::parallel, .workers = 2, .batch = c.batch_out});
   p.run();
@@ -140,9 +145,7 @@ TEST_P(BatchRunsTest, BroadcastRunsReachEveryWorker) {
   Pipeline p;
   std::mutex mutex;
   std::map<std::thread::id, Tally> per_worker;
-  p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return x; },
-            {.mode = Mode::parallel, .workers = c.workers, .batch = c.batch_in}) |
+  p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, mapping(c, c.batch_in)) |
       sink(
           [&](std::uint64_t x) {
             const std::scoped_lock lock(mutex);
@@ -164,8 +167,7 @@ TEST_P(BatchRunsTest, ThePulledSourceWaitsForTheOrderingWindow) {
   Watchdog watchdog;
   const RunCase c = GetParam();
   Pipeline p;
-  std::uint64_t expected = 0;
-  std::uint64_t wrong = 0;
+  Consecutive check;
   p.source(count_to(items)) |
       stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
                                                 .workers = c.workers,
@@ -174,13 +176,12 @@ TEST_P(BatchRunsTest, ThePulledSourceWaitsForTheOrderingWindow) {
       sink(
           [&](std::uint64_t x) {
             if (x % 5'000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            if (x != expected) ++wrong;
-            expected = x + 1;
+            check(x);
           },
           {.mode = Mode::serial_in_order, .channel = Channel::queue(1), .batch = c.batch_out});
   p.run();
-  EXPECT_EQ(expected, items);
-  EXPECT_EQ(wrong, 0U);
+  EXPECT_EQ(check.expected, items);
+  EXPECT_EQ(check.wrong, 0U);
 }
 
 std::string run_case_name(const ::testing::TestParamInfo<RunCase>& param) {
