@@ -7,7 +7,8 @@
 # (deadlocks). With one, it checks that never claim for acceptance cycles under weak fairness
 # (pan -a -f). "violation" means the model is expected to fail: the test passes only if spin finds
 # an error, and the trail is printed so the counterexample can be read in the log.
-# CC_FLAGS adds compiler flags for pan.c (e.g. -DVECTORSZ=4096).
+# CC_FLAGS adds compiler flags for pan.c (e.g. -DVECTORSZ=4096); SPIN_FLAGS adds flags for spin
+# itself (e.g. -DBOUNDED, which picks a variant of a model).
 set -euo pipefail
 
 model=$(realpath "$1")
@@ -27,7 +28,8 @@ mkdir -p "$work"
 cd "$work"
 cp "$model" model.pml
 
-spin -a model.pml > spin.log
+# shellcheck disable=SC2086 # SPIN_FLAGS is a list of flags
+spin ${SPIN_FLAGS:-} -a model.pml > spin.log
 if [ -n "$ltl" ]; then
   cc -O2 -w ${CC_FLAGS:-} -o pan pan.c
   ./pan -a -f -N "$ltl" "${pan_flags[@]}" > pan.log 2>&1 || true
@@ -46,7 +48,8 @@ grep -E 'State-vector|states, stored|errors:' pan.log || true
 
 if [ "$errors" -gt 0 ] && [ -f model.pml.trail ]; then
   echo "--- counterexample (spin -t -p) ---"
-  spin -t -p -k model.pml.trail model.pml | tail -n 60
+  # shellcheck disable=SC2086
+  spin ${SPIN_FLAGS:-} -t -p -k model.pml.trail model.pml | tail -n 60
 fi
 
 case "$expect" in

@@ -1,5 +1,6 @@
 // Unit tests for the framework's Doorbell: a worker sleeps until a ring for the reason it waits
-// for, tokens never pile up, and a oneTBB task suspends instead of blocking its thread.
+// for, a bounded park ends on its own, tokens never pile up, and a oneTBB task suspends instead
+// of blocking its thread.
 #include "conveyor/framework/detail/doorbell.hpp"
 
 #include <gtest/gtest.h>
@@ -90,6 +91,58 @@ TEST(DoorbellTest, RingAnyEndsEveryWait) {
     bell.ring_any();
     owner.join();
   }
+}
+
+TEST(DoorbellTest, ABoundedParkEndsWithoutARing) {
+  Watchdog watchdog;
+  Doorbell bell;
+  bell.prepare(WaitReason::items);
+  // Nobody rings: the park runs out, and the announcement is still up for the owner to withdraw.
+  EXPECT_FALSE(bell.park_bounded());
+  EXPECT_EQ(bell.waiting(), WaitReason::items);
+  bell.cancel();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+}
+
+TEST(DoorbellTest, ABoundedParkReturnsTrueAfterARing) {
+  Watchdog watchdog;
+  Doorbell bell;
+  bell.prepare(WaitReason::space);
+  std::thread ringer([&] { bell.ring(WaitReason::space); });
+  // The ring came before or during the park; either way its token ends the park.
+  while (!bell.park_bounded()) {
+    ASSERT_EQ(bell.waiting(), WaitReason::space);  // no ring yet: still announced
+  }
+  ringer.join();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+}
+
+TEST(DoorbellTest, ARingAfterABoundedParkRanOutIsTakenByCancel) {
+  Watchdog watchdog;
+  Doorbell bell;
+  bell.prepare(WaitReason::window);
+  EXPECT_FALSE(bell.park_bounded());
+  bell.ring(WaitReason::window);  // the owner's re-check then finds the condition true
+  bell.cancel();                  // and takes the ring's token
+  // No token left over: a new wait sleeps until its own ring.
+  bell.prepare(WaitReason::window);
+  EXPECT_FALSE(bell.park_bounded());
+  bell.cancel();
+}
+
+TEST(DoorbellTest, ACooperativeOwnersRingersUseAFullFence) {
+  Watchdog watchdog;
+  Doorbell bell(/*cooperative=*/true);
+  // Not in a task, so the cooperative semaphore blocks the thread; a bounded park of a
+  // cooperative owner parks until a ring.
+  bell.prepare(WaitReason::items);
+  std::thread ringer([&] {
+    std::this_thread::sleep_for(settle_time());
+    EXPECT_TRUE(bell.waits_for(WaitReason::items));
+    bell.wake(WaitReason::items);
+  });
+  EXPECT_TRUE(bell.park_bounded());
+  ringer.join();
 }
 
 TEST(DoorbellTest, ACooperativeOwnerSuspendsAndFreesItsThread) {

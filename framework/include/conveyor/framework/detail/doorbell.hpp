@@ -9,28 +9,46 @@
 // task instead of blocking the thread.
 //
 // Contract:
-// - Owner only: `prepare`, `cancel`, `park`. The owner announces a wait with `prepare(reason)`,
-//   re-checks its condition, and then either `cancel()`s (the condition holds) or `park()`s.
+// - Owner only: `prepare`, `cancel`, `park`, `park_bounded`. The owner announces a wait with
+//   `prepare(reason)`, re-checks its condition, and then either `cancel()`s (the condition holds)
+//   or parks: `park_bounded()` first, then, if that returned false and a re-check still fails,
+//   `park()`.
 // - Anyone: `ring(reason)` after making the owner's condition true for that reason (or
 //   `waits_for(reason)`, a check of its own, then `wake(reason)`); `ring_any()` after a change
 //   that ends every wait (cancellation).
 // - A ring that finds no matching announcement costs one relaxed load and does nothing.
+// - `waits_for` is the hand-over's check and may miss an announcement made at the same moment
+//   (see below). A ringer that used it re-checks with `announced`, behind a full fence, before it
+//   sleeps itself (WorkerContext's recheck); and an owner parked on a thread sleeps at most
+//   `recheck_after` before it re-checks on its own.
 //
-// Memory ordering: a store-load (Dekker) pairing. The owner stores its reason and runs a full fence
-// before it re-checks; a ringer stores its change (the lane index, the window) and runs a full
-// fence before it loads the reason (in `waits_for`). Either the owner's re-check sees the change,
-// or the ringer sees the announcement. The ringer that resets the announcement (a
-// compare-exchange, acq_rel) is the only one that releases the semaphore, so one announcement
-// yields at most one token; an owner whose `cancel` finds the announcement already reset takes
-// that token, so the semaphore is empty whenever nobody waits. The semaphore only wakes the owner:
-// the data it waited for is published by the lanes' own release/acquire pairs, which the owner's
-// re-check reads.
+// Memory ordering: a store-load (Dekker) pairing, asymmetric on the hand-over path. The owner
+// stores its reason and runs a full fence before it re-checks. A ringer stores its change (the
+// lane index, the window) and then loads the reason:
+// - In `ring`, and in every check of a cooperative owner's doorbell, behind a full fence: either
+//   the owner's re-check sees the change, or the ringer sees the announcement.
+// - In `waits_for` on a thread owner's doorbell, behind the light side of an asymmetric fence
+//   (sync/detail/asymmetric_fence.hpp), which costs no instruction. The load may then run before
+//   the change is visible and miss the announcement. So a thread owner parks for `recheck_after`
+//   at most, then runs the heavy side (membarrier) and re-checks: any ringer is then either past
+//   its change, which the re-check sees, or before its load, which sees the announcement. Only
+//   after that does the owner park until a ring. A missed ring costs its owner that while at
+//   most, and in practice nothing: the ringer's next check of the same doorbell (its next push,
+//   pop or advance), or its re-check before it sleeps, finds the announcement.
+// The ringer that resets the announcement (a compare-exchange, acq_rel) is the only one that
+// releases the semaphore, so one announcement yields at most one token; an owner whose `cancel`
+// finds the announcement already reset takes that token, so the semaphore is empty whenever
+// nobody waits. The semaphore only wakes the owner: the data it waited for is published by the
+// lanes' own release/acquire pairs, which the owner's re-check reads.
 //
-// Why symmetric fences: sync::BoundedQueue moves the whole cost of its pairing to the sleeper
-// with membarrier (sync/detail/asymmetric_fence.hpp), which pays off when sleeps are rare. In a
-// pipeline, workers outnumber cores and sleep often, and every membarrier interrupts every core
-// that runs a worker: measured on the 2-core CI machine, 45% of the CPU went to the kernel's IPI
-// code. A full fence per push costs a few nanoseconds instead.
+// Why not a full fence per hand-over: in an unbatched pipeline each item crosses two lanes, and
+// each crossing paid a fence on both the push and the pop, plus one per advance of the ordering
+// window; the fence waits for the store of the lane's index, whose cache line the other core
+// holds, and perf put 40% of the cycles of a 3-stage pipeline on the loads behind those fences.
+// Why not membarrier on every sleep (as sync::BoundedQueue does): in a pipeline workers outnumber
+// cores and sleep often, and every membarrier interrupts every core that runs a worker: measured
+// on the 2-core CI machine, 45% of the CPU went to the kernel's IPI code. Here the heavy side runs
+// only when a park lasts `recheck_after` without a ring.
 //
 // Why the owner announces before it spins: `park` is the semaphore's acquire, which spins a learnt
 // while before it sleeps. A ringer that finds the announcement releases the token at once, and
@@ -40,10 +58,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 #include "conveyor/sync/cooperative_semaphore.hpp"
-#include "conveyor/sync/detail/asymmetric_fence.hpp"  // full_fence
+#include "conveyor/sync/detail/asymmetric_fence.hpp"
 #include "conveyor/sync/semaphore.hpp"
 
 namespace conveyor::detail {
@@ -77,14 +96,45 @@ class Doorbell {
     }
   }
 
+  // How long a thread owner parks before it re-checks on its own, in case a ring missed its
+  // announcement. Long next to a hand-over, short next to what a person notices.
+  static constexpr std::chrono::milliseconds recheck_after{1};
+
   // Owner: the re-check found the condition false; sleep until a ring.
   void park() { take_token(); }
 
+  // Owner: park() for `recheck_after` at most, on a thread owner's doorbell (a cooperative owner
+  // parks until a ring: its ringers never miss). False if no ring came: the owner must then
+  // re-check its condition, and park() if it still does not hold. True once a ring's token is
+  // taken.
+  bool park_bounded() {
+    if (cooperative_) {
+      take_token();
+      return true;
+    }
+    if (thread_token_.try_acquire_for(recheck_after)) return true;
+    // Every ringer whose light-fenced check missed the announcement has its change visible now.
+    sync::detail::asymmetric_fence_heavy();
+    return false;
+  }
+
   // Ringer, after making the condition for `reason` true: whether the owner announced a wait for
-  // it. The fence before the load is the ringer's half of the pairing.
+  // it. May miss an announcement made at the same moment (see "Memory ordering"); a ringer that
+  // relies on it re-checks with `announced` before it sleeps.
   [[nodiscard]] bool waits_for(WaitReason reason) const noexcept {
-    sync::detail::full_fence();
+    if (cooperative_) {
+      sync::detail::full_fence();
+    } else {
+      sync::detail::asymmetric_fence_light();
+    }
     // Relaxed: the fence above orders it; wake() decides with a compare-exchange.
+    return waiting_.load(std::memory_order_relaxed) == reason;
+  }
+
+  // Ringer, after a full fence that follows its change: whether the owner waits for `reason`.
+  // For re-checking, before the ringer sleeps, what `waits_for` may have missed.
+  [[nodiscard]] bool announced(WaitReason reason) const noexcept {
+    // Relaxed: the caller's fence orders it.
     return waiting_.load(std::memory_order_relaxed) == reason;
   }
 
@@ -97,9 +147,10 @@ class Doorbell {
     }
   }
 
-  // Ringer, after making the condition for `reason` true.
+  // Ringer, after making the condition for `reason` true. Never misses the announcement.
   void ring(WaitReason reason) {
-    if (waits_for(reason)) wake(reason);
+    sync::detail::full_fence();
+    if (announced(reason)) wake(reason);
   }
 
   // Anyone, after a change that ends every wait; the caller runs a full fence before it.

@@ -50,7 +50,11 @@ class InPort {
     for (const auto* lane : lanes_) {
       thresholds_.push_back(std::max<std::size_t>(1, lane->capacity() / 2));
     }
+    worker_.add_recheck(
+        {this, [](const void* self) { static_cast<const InPort*>(self)->recheck(); }});
   }
+
+  ~InPort() { worker_.remove_recheck(this); }
 
   InPort(const InPort&) = delete;
   InPort& operator=(const InPort&) = delete;
@@ -126,6 +130,16 @@ class InPort {
     if (producers_[lane]->waits_for(WaitReason::space) &&
         lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
       producers_[lane]->wake(WaitReason::space);
+    }
+  }
+
+  // Before the worker sleeps, behind its full fence: what popped() may have missed.
+  void recheck() const {
+    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
+      if (producers_[lane]->announced(WaitReason::space) &&
+          lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
+        producers_[lane]->wake(WaitReason::space);
+      }
     }
   }
 

@@ -88,7 +88,11 @@ class OutPort {
     CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == consumers_.size(),
                       "OutPort: one lane and one doorbell per consumer worker");
     CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
+    worker_.add_recheck(
+        {this, [](const void* self) { static_cast<const OutPort*>(self)->recheck(); }});
   }
+
+  ~OutPort() { worker_.remove_recheck(this); }
 
   OutPort(const OutPort&) = delete;
   OutPort& operator=(const OutPort&) = delete;
@@ -432,6 +436,15 @@ class OutPort {
     }
     consumer.wake(WaitReason::items);
     wakes.deferred = 0;
+  }
+
+  // Before the worker sleeps, behind its full fence: what pushed() may have missed.
+  void recheck() const {
+    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
+      if (consumers_[lane]->announced(WaitReason::items) && lanes_[lane]->size_approx() > 0) {
+        consumers_[lane]->wake(WaitReason::items);
+      }
+    }
   }
 
   static std::uint64_t defer_ticks() {

@@ -14,7 +14,8 @@
 //
 // Memory ordering: `released_` and `wake_at_` carry no data, only flow control, and are relaxed;
 // the wake-up is the Doorbell's Dekker pairing (the consumer's store of `released_`, then
-// `waits_for`, which fences before it loads the sequencer's announcement).
+// `waits_for`, which may miss the sequencer's announcement: `recheck`, before the consumer sleeps,
+// and the sequencer's bounded park make up for it; see doorbell.hpp).
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,14 @@ class WindowGate {
     released_.store(released, std::memory_order_relaxed);
     if (sequencer_.waits_for(WaitReason::window) &&
         released >= wake_at_.load(std::memory_order_relaxed)) {
+      sequencer_.wake(WaitReason::window);
+    }
+  }
+
+  // In-order stage, before it sleeps, behind its full fence: what advance() may have missed.
+  void recheck() const {
+    if (sequencer_.announced(WaitReason::window) &&
+        released_.load(std::memory_order_relaxed) >= wake_at_.load(std::memory_order_relaxed)) {
       sequencer_.wake(WaitReason::window);
     }
   }

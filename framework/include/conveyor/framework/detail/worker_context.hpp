@@ -1,7 +1,8 @@
 // WorkerContext: what every wait of one worker shares: its doorbell, the wake-ups it owes, the
 // pipeline's control, and its counters.
 //
-// Contract: owned by one worker and used only by it (its InPort, OutPort and loop).
+// Contract: owned by one worker and used only by it (its InPort, OutPort and loop). What registers
+// a recheck (`add_recheck`) stays alive, or removes it, while the worker may still wait.
 #pragma once
 
 #include <array>
@@ -13,6 +14,7 @@
 #include "conveyor/framework/detail/doorbell.hpp"
 #include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/detail/worker_counters.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 
@@ -27,9 +29,10 @@ class WorkerContext {
 
   // Waits until `ready()` holds; false if the pipeline was cancelled first. Calls `before_sleep()`
   // (which may push parcels and so wait itself), delivers the wake-ups this worker owes
-  // (deferred_wakes.hpp), then announces the wait on its doorbell and parks until a matching ring,
-  // re-checking after every wake-up. Parking spins a learnt while before it sleeps (doorbell.hpp).
-  // The time from the first failed check to the return is added to `blocked`.
+  // (deferred_wakes.hpp), then announces the wait on its doorbell, runs the rechecks of the rings
+  // this worker may have missed, and parks until a matching ring, re-checking after every
+  // wake-up. Parking spins a learnt while before it sleeps (doorbell.hpp). The time from the first
+  // failed check to the return is added to `blocked`.
   template <class Ready, class BeforeSleep>
   bool wait(WaitReason reason, Ready&& ready, BeforeSleep&& before_sleep, RelaxedCounter& blocked) {
     const std::uint64_t started = ticks();
@@ -38,6 +41,24 @@ class WorkerContext {
     blocked.add(now - started);
     blocked_ticks_ += now - started;
     return result;
+  }
+
+  // A recheck: `run(self)` rings, after a full fence and with Doorbell::announced, every doorbell
+  // whose owner waits for a change this worker made but checked only with Doorbell::waits_for.
+  struct Recheck {
+    const void* self = nullptr;
+    void (*run)(const void* self) = nullptr;
+  };
+  static constexpr std::size_t max_rechecks = 3;  // its InPort, its OutPort, a window gate
+
+  void add_recheck(Recheck recheck) noexcept {
+    CONVEYOR_CONTRACT(rechecks_count_ < max_rechecks, "WorkerContext: too many rechecks");
+    rechecks_[rechecks_count_++] = recheck;
+  }
+  void remove_recheck(const void* self) noexcept {
+    for (std::size_t i = 0; i < rechecks_count_; ++i) {
+      if (rechecks_[i].self == self) rechecks_[i] = rechecks_[--rechecks_count_];
+    }
   }
 
   [[nodiscard]] bool cancelled() const noexcept { return control_.cancelled(); }
@@ -64,10 +85,24 @@ class WorkerContext {
     before_sleep();
     // Consumers left asleep by this worker's pushes must not wait for it to wake again.
     if (owed_ != nullptr) owed_->deliver();
+    bool rechecked = false;
     for (;;) {
       if (ready()) return true;
       if (control_.cancelled()) return false;
+      // The announcement's full fence also orders this worker's earlier changes before the
+      // rechecks' loads.
       bell_.prepare(reason, parcel_ticks_ < DeferredWakes::dear_parcel_ticks());
+      if (!rechecked) {
+        for (std::size_t i = 0; i < rechecks_count_; ++i)
+          rechecks_[i].run(rechecks_[i].self);
+        rechecked = true;
+      }
+      if (ready() || control_.cancelled()) {
+        bell_.cancel();
+        continue;
+      }
+      // Bounded first: a ring may have missed the announcement (doorbell.hpp).
+      if (bell_.park_bounded()) continue;
       if (ready() || control_.cancelled()) {
         bell_.cancel();
         continue;
@@ -83,6 +118,8 @@ class WorkerContext {
   DeferredWakes* const owed_;
   std::uint64_t blocked_ticks_ = 0;
   std::uint64_t parcel_ticks_ = 0;
+  std::array<Recheck, max_rechecks> rechecks_{};
+  std::size_t rechecks_count_ = 0;
 };
 
 }  // namespace conveyor::detail

@@ -109,6 +109,11 @@ template <class T, class Deliver, class BeforeSleep>
 bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& reorder,
                       WindowGate* gate, Deliver&& deliver, BeforeSleep&& before_sleep) {
   BusyClock clock(worker);
+  // The gate outlives the worker.
+  if (gate != nullptr) {
+    worker.add_recheck(
+        {gate, [](const void* self) { static_cast<const WindowGate*>(self)->recheck(); }});
+  }
   std::uint64_t items = 0;
   auto give = [&](T&& item) {
     ++items;
