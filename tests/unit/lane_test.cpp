@@ -1,11 +1,14 @@
 // Unit tests for the framework's Lane: the single-producer, single-consumer ring between two
-// workers (a mailbox at capacity 1), its end mark, and the lifetimes of what it holds.
+// workers (a mailbox at capacity 1), its end mark, building and taking elements in their slots,
+// and the lifetimes of what it holds.
 #include "conveyor/framework/detail/lane.hpp"
 
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "tracked.hpp"
 #include "watchdog.hpp"
@@ -74,6 +77,34 @@ TEST_F(LaneTest, FailedPushLeavesTheValueAlone) {
   EXPECT_FALSE(lane.try_push(second));
   ASSERT_NE(second, nullptr);
   EXPECT_EQ(**lane.try_pop(), 1);
+}
+
+TEST_F(LaneTest, TryEmplaceUsesItsArgumentsOnlyWhenItPushes) {
+  Lane<std::pair<int, Tracked>> lane(1);
+  Tracked first(1);
+  Tracked second(2);
+  ASSERT_TRUE(lane.try_emplace(10, std::move(first)));
+  EXPECT_EQ(first.value(), Tracked::moved_from);
+  EXPECT_FALSE(lane.try_emplace(20, std::move(second)));  // full
+  EXPECT_EQ(second.value(), 2);
+  EXPECT_EQ(Tracked::alive(), 3);
+  std::optional<std::pair<int, Tracked>> out;
+  ASSERT_TRUE(lane.try_pop_into(out));
+  EXPECT_EQ(out->first, 10);
+  EXPECT_EQ(out->second.value(), 1);
+  EXPECT_EQ(Tracked::alive(), 3);  // the slot's element is destroyed, its value lives in `out`
+}
+
+TEST_F(LaneTest, TryPopIntoLeavesAnEmptyOptionalOnAnEmptyLane) {
+  Lane<Tracked> lane(2);
+  std::optional<Tracked> out;
+  EXPECT_FALSE(lane.try_pop_into(out));
+  EXPECT_FALSE(out.has_value());
+  Tracked value(7);
+  ASSERT_TRUE(lane.try_push(value));
+  ASSERT_TRUE(lane.try_pop_into(out));
+  EXPECT_EQ(out->value(), 7);
+  EXPECT_EQ(Tracked::alive(), 2);  // `value`, moved from, and `out`
 }
 
 TEST_F(LaneTest, FreeAfterPopCountsTheConsumersProgress) {

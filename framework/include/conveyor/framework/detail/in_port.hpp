@@ -61,6 +61,8 @@ class InPort {
 
   // The next parcel without waiting, or nullopt if every open lane is empty.
   std::optional<Parcel<T>> try_pop() {
+    // One object returned on every path, so that the parcel moves only once, from its slot.
+    std::optional<Parcel<T>> parcel;
     const std::size_t count = lanes_.size();
     if (taken_in_burst_ >= burst) {
       taken_in_burst_ = 0;
@@ -70,7 +72,7 @@ class InPort {
       std::size_t lane = current_ + step;
       if (lane >= count) lane -= count;
       if (finished_[lane]) continue;
-      if (auto parcel = lanes_[lane]->try_pop()) {
+      if (lanes_[lane]->try_pop_into(parcel)) {
         if (lane != current_) {
           current_ = lane;
           taken_in_burst_ = 0;
@@ -81,7 +83,7 @@ class InPort {
         return parcel;
       }
     }
-    return std::nullopt;
+    return parcel;
   }
 
   // The next parcel, waiting while every open lane is empty; nullopt at the end of the stream or

@@ -10,7 +10,8 @@
 // Contract:
 // - Producer role (one thread at a time): `try_push`, `free_slots`, `close`. Consumer role (one
 //   thread at a time): `try_pop`, `finished`. Any thread: `size_approx`, `capacity`.
-// - `try_push` moves from its argument only when it returns true. `close` is the done sentinel:
+// - `try_push` moves from its argument (`try_emplace` uses its arguments) only when it returns
+// true. `close` is the done sentinel:
 //   it comes after the producer's last push, and a consumer that has drained the lane and sees it
 //   reports `finished`.
 // - E must be nothrow move constructible and destructible; the destructor destroys what is left.
@@ -67,9 +68,16 @@ class Lane {
 
   // --- producer ---
 
-  [[nodiscard]] bool try_push(E& element) noexcept {
+  [[nodiscard]] bool try_push(E& element) noexcept { return try_emplace(std::move(element)); }
+
+  // try_push of an element constructed in its slot from `args`, which are used only when it
+  // returns true. Saves moving a temporary, whose copy can stall on the store of the previous
+  // push's tail (the other core holds that line). If the construction throws, the lane is as it
+  // was.
+  template <class... Args>
+  [[nodiscard]] bool try_emplace(Args&&... args) {
     if (free_slots() == 0) return false;
-    slots_[producer_slot_].construct(std::move(element));
+    slots_[producer_slot_].construct(std::forward<Args>(args)...);
     producer_slot_ = next_slot(producer_slot_);
     ++producer_tail_;
     // Release: the element, for the consumer's acquire of tail_.
@@ -97,17 +105,26 @@ class Lane {
   // --- consumer ---
 
   [[nodiscard]] std::optional<E> try_pop() noexcept {
+    std::optional<E> element;
+    (void)try_pop_into(element);
+    return element;
+  }
+
+  // try_pop into `out`, which must be empty: the element moves straight from its slot, with no
+  // temporary whose copy could stall (see try_emplace). True if it popped one.
+  [[nodiscard]] bool try_pop_into(std::optional<E>& out) noexcept {
     if (consumer_head_ == cached_tail_) {
       // Acquire pairs with try_push's release of tail_: the element is constructed.
       cached_tail_ = tail_.load(std::memory_order_acquire);
-      if (consumer_head_ == cached_tail_) return std::nullopt;
+      if (consumer_head_ == cached_tail_) return false;
     }
-    std::optional<E> element(slots_[consumer_slot_].take());
+    out.emplace(std::move(slots_[consumer_slot_].get()));
+    slots_[consumer_slot_].destroy();
     consumer_slot_ = next_slot(consumer_slot_);
     ++consumer_head_;
     // Release: the slot is empty again, for the producer's acquire of head_.
     head_.store(consumer_head_, std::memory_order_release);
-    return element;
+    return true;
   }
 
   // Consumer: true once the producer has closed the lane and every element has been popped.

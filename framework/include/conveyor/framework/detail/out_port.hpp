@@ -311,6 +311,12 @@ class OutPort {
 
   // send() for a whole item with number `seq`.
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
+    if (batch_ == 1 && dispatch_.kind() == Dispatch::Kind::round_robin) {
+      // Built in its slot (Lane::try_emplace).
+      return push_round_robin([&](Lane<Parcel<T>>& lane) {
+        return lane.try_emplace(std::in_place_index<0>, Tag::fresh(seq), std::move(value));
+      });
+    }
     if (batch_ == 1 || dispatch_.kind() == Dispatch::Kind::by_key) {
       return send(Entry<T>{Tag::fresh(seq), std::move(value)});
     }
@@ -366,12 +372,18 @@ class OutPort {
   }
 
   bool push_round_robin(Parcel<T>& parcel) {
+    return push_round_robin([&](Lane<Parcel<T>>& lane) { return lane.try_push(parcel); });
+  }
+
+  // Round-robin with `try_push(lane)`, which pushes into `lane` if it has room.
+  template <class TryPush>
+  [[gnu::always_inline]] bool push_round_robin(TryPush&& try_push) {
     const std::size_t count = lanes_.size();
     for (;;) {
       for (std::size_t step = 0; step < count; ++step) {
         std::size_t lane = finger_ + step;
         if (lane >= count) lane -= count;
-        if (lanes_[lane]->try_push(parcel)) {
+        if (try_push(*lanes_[lane])) {
           finger_ = lane + 1 == count ? 0 : lane + 1;
           pushed(lane);
           return true;
