@@ -5,7 +5,8 @@
 // costs more than the items themselves (measured: a pipeline of 2 us items ran no faster than one
 // thread). An OutPort that finds the consumer of a lane asleep after a push therefore defers the
 // wake-up until it has pushed up to half the lane's capacity (at most `max_deferred` parcels) into
-// that lane, or for `longest_deferral` since the first deferred push, whichever comes first.
+// that lane, or for about `longest_deferral`, whichever comes first (the producer reads its clock
+// every few deferred pushes only, see OutPort::pushed).
 // The longest deferral matches the supervisor's sweep, which bounds the delay anyway: on the 2-core
 // machine a sleeping consumer's wake-up costs the producer's core several microseconds, and a
 // 200 us bound (one wake per 100 items of 2 us) kept a CPU-heavy pipeline at 1.6x one thread
