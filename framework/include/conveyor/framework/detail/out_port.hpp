@@ -314,7 +314,7 @@ class OutPort {
     if (batch_ == 1 && dispatch_.kind() == Dispatch::Kind::round_robin) {
       // Built in its slot (Lane::try_emplace).
       return push_round_robin([&](Lane<Parcel<T>>& lane) {
-        return lane.try_emplace(std::in_place_index<0>, Tag::fresh(seq), std::move(value));
+        return lane.try_emplace(std::in_place_index<0>, WholeItem<T>{seq, value});
       });
     }
     if (batch_ == 1 || dispatch_.kind() == Dispatch::Kind::by_key) {

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -56,6 +58,20 @@ template <class T>
 struct Entry {
   Tag tag;
   std::optional<T> value;
+};
+
+// A whole item with number `seq`, turned into its Entry where the Entry is constructed (in a
+// lane's slot, see Lane::try_emplace), so that no Entry is built elsewhere and moved there.
+template <class T>
+struct WholeItem {
+  std::uint64_t seq;
+  T& value;
+
+  // Implicit: a variant builds its alternative from this with a direct-initialisation.
+  operator Entry<T>() const noexcept {  // NOLINT(google-explicit-constructor)
+    static_assert(std::is_nothrow_move_constructible_v<T>);
+    return Entry<T>{Tag::fresh(seq), std::move(value)};
+  }
 };
 
 // Up to B entries in one parcel. Most batches hold whole items with consecutive numbers (from a
