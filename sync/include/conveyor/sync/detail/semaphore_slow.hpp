@@ -32,6 +32,7 @@ inline void Semaphore::acquire_slow() {
 
 inline bool Semaphore::try_acquire_until_slow(std::chrono::steady_clock::time_point deadline) {
   if (spin_then_try()) return true;
+  const auto asleep = std::chrono::steady_clock::now();
   waiters_.fetch_add(1, std::memory_order_seq_cst);
   bool acquired = false;
   for (;;) {
@@ -53,6 +54,10 @@ inline bool Semaphore::try_acquire_until_slow(std::chrono::steady_clock::time_po
     }
   }
   waiters_.fetch_sub(1, std::memory_order_relaxed);
+  // Timed out or not, a long sleep was no hand-off in flight (adaptive_spin.hpp).
+  if (std::chrono::steady_clock::now() - asleep > detail::AdaptiveSpin::long_sleep) {
+    spin_.slept_long();
+  }
   return acquired;
 }
 
