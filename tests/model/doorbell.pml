@@ -15,8 +15,9 @@
  *   FULL_FENCE   the ringer fences before its check: its tail store is visible before it loads
  *                (a cooperative owner's ringers, and Doorbell::ring).
  *   (default)    the light fence of the hand-over path: the load may run before the store drains.
- *   BOUNDED      the owner parks for a while at most, then runs the heavy fence (membarrier: every
- *                store the producer issued is visible), re-checks, and only then parks for good.
+ *   BOUNDED      the owner parks for a while at most and re-checks; if that fails, it runs the heavy
+ *                fence (membarrier: every store the producer issued is visible), re-checks again,
+ *                and only then parks for good.
  * The light fence without BOUNDED loses a wake-up; each of the other three combinations is safe.
  */
 
@@ -87,8 +88,12 @@ proctype Consumer() {
            if
            :: atomic { tokens > 0 -> tokens-- }  /* a ring came within the while */
            :: skip ->
-              /* the while ran out: the heavy fence makes every buffered store visible */
-              atomic { tail = buffered };
+              /* the while ran out: re-check; if that fails, the heavy fence makes every buffered
+                 store visible, and the owner re-checks once more before it parks for good */
+              if
+              :: tail > taken -> skip
+              :: else -> atomic { tail = buffered }
+              fi;
               if
               :: tail > taken ->
                  atomic {

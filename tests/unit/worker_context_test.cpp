@@ -100,9 +100,12 @@ TEST(WorkerContextTest, RechecksRunOnceBeforeAWorkerSleeps) {
 
   // A wait through several wake-ups rechecks once.
   std::atomic<int> rings{0};
+  // Each ring comes after the worker has announced its wait, so that the worker sleeps at least
+  // once whatever the scheduler does.
   auto ring = [&](int times) {
     for (int i = 0; i < times; ++i) {
-      std::this_thread::sleep_for(settle_time());
+      while (worker.bell.waiting() != WaitReason::items)
+        std::this_thread::yield();
       rings.fetch_add(1, std::memory_order_release);
       worker.bell.ring(WaitReason::items);
     }

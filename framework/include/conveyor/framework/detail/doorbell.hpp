@@ -9,18 +9,20 @@
 // task instead of blocking the thread.
 //
 // Contract:
-// - Owner only: `prepare`, `cancel`, `park`, `park_bounded`. The owner announces a wait with
-//   `prepare(reason)`, re-checks its condition, and then either `cancel()`s (the condition holds)
-//   or parks: `park_bounded()` first, then, if that returned false and a re-check still fails,
-//   `park()`.
+// - Owner only: `prepare`, `cancel`, `park`, `park_bounded`, `reveal_missed_changes`. The owner
+//   announces a wait with `prepare(reason)`, re-checks its condition, and then either `cancel()`s
+//   (the condition holds) or parks: `park_bounded()` first; if that returned false and a re-check
+//   fails, `reveal_missed_changes()`, and if a last re-check fails, `park()`.
 // - Anyone: `ring(reason)` after making the owner's condition true for that reason (or
 //   `waits_for(reason)`, a check of its own, then `wake(reason)`); `ring_any()` after a change
 //   that ends every wait (cancellation).
-// - A ring that finds no matching announcement costs one relaxed load and does nothing.
+// - A ring that finds no matching announcement costs its fence and one relaxed load, and does
+//   nothing.
 // - `waits_for` is the hand-over's check and may miss an announcement made at the same moment
-//   (see below). A ringer that used it re-checks with `announced`, behind a full fence, before it
-//   sleeps itself (WorkerContext's recheck); and an owner parked on a thread sleeps at most
-//   `recheck_after` before it re-checks on its own.
+//   (see below). A ringer that used it re-checks with `announced`, behind a full fence, when it
+//   next waits itself (WorkerContext's rechecks); and an owner parked on a thread sleeps at most
+//   `recheck_after` before it re-checks on its own, which covers a ringer busy elsewhere (a
+//   source blocked in a read, a long stage call).
 //
 // Memory ordering: a store-load (Dekker) pairing, asymmetric on the hand-over path. The owner
 // stores its reason and runs a full fence before it re-checks. A ringer stores its change (the
@@ -30,11 +32,12 @@
 // - In `waits_for` on a thread owner's doorbell, behind the light side of an asymmetric fence
 //   (sync/detail/asymmetric_fence.hpp), which costs no instruction. The load may then run before
 //   the change is visible and miss the announcement. So a thread owner parks for `recheck_after`
-//   at most, then runs the heavy side (membarrier) and re-checks: any ringer is then either past
-//   its change, which the re-check sees, or before its load, which sees the announcement. Only
-//   after that does the owner park until a ring. A missed ring costs its owner that while at
-//   most, and in practice nothing: the ringer's next check of the same doorbell (its next push,
-//   pop or advance), or its re-check before it sleeps, finds the announcement.
+//   at most, re-checks, and if that fails runs the heavy side (membarrier) and re-checks again:
+//   any ringer is then either past its change, which the re-check sees, or before its load, which
+//   sees the announcement. Only after that does the owner park until a ring. A missed ring costs
+//   its owner that while at most, and in practice nothing: the ringer's next check of the same
+//   doorbell (its next push, pop or advance), or its re-check before it sleeps, finds the
+//   announcement.
 // The ringer that resets the announcement (a compare-exchange, acq_rel) is the only one that
 // releases the semaphore, so one announcement yields at most one token; an owner whose `cancel`
 // finds the announcement already reset takes that token, so the semaphore is empty whenever
@@ -48,7 +51,8 @@
 // Why not membarrier on every sleep (as sync::BoundedQueue does): in a pipeline workers outnumber
 // cores and sleep often, and every membarrier interrupts every core that runs a worker: measured
 // on the 2-core CI machine, 45% of the CPU went to the kernel's IPI code. Here the heavy side runs
-// only when a park lasts `recheck_after` without a ring.
+// only when a park lasts `recheck_after` without a ring and the condition still does not hold: a
+// worker that goes idle pays it once.
 //
 // Why the owner announces before it spins: `park` is the semaphore's acquire, which spins a learnt
 // while before it sleeps. A ringer that finds the announcement releases the token at once, and
@@ -104,19 +108,21 @@ class Doorbell {
   void park() { take_token(); }
 
   // Owner: park() for `recheck_after` at most, on a thread owner's doorbell (a cooperative owner
-  // parks until a ring: its ringers never miss). False if no ring came: the owner must then
-  // re-check its condition, and park() if it still does not hold. True once a ring's token is
-  // taken.
+  // parks until a ring: its ringers never miss). True once a ring's token is taken. False if no
+  // ring came: the owner then re-checks its condition; if it still does not hold, it calls
+  // `reveal_missed_changes()`, re-checks once more, and only then park()s.
   bool park_bounded() {
     if (cooperative_) {
       take_token();
       return true;
     }
-    if (thread_token_.try_acquire_for(recheck_after)) return true;
-    // Every ringer whose light-fenced check missed the announcement has its change visible now.
-    sync::detail::asymmetric_fence_heavy();
-    return false;
+    return thread_token_.try_acquire_for(recheck_after);
   }
+
+  // Owner, after park_bounded() returned false and a re-check failed: the heavy side of the
+  // asymmetric fence. Afterwards every change whose ringer's light-fenced check missed the
+  // announcement is visible to the owner's next re-check.
+  static void reveal_missed_changes() noexcept { sync::detail::asymmetric_fence_heavy(); }
 
   // Ringer, after making the condition for `reason` true: whether the owner announced a wait for
   // it. May miss an announcement made at the same moment (see "Memory ordering"); a ringer that

@@ -56,7 +56,7 @@ class WorkerContext {
     rechecks_[rechecks_count_++] = recheck;
   }
   void remove_recheck(const void* self) noexcept {
-    for (std::size_t i = 0; i < rechecks_count_; ++i) {
+    for (std::size_t i = rechecks_count_; i-- > 0;) {
       if (rechecks_[i].self == self) rechecks_[i] = rechecks_[--rechecks_count_];
     }
   }
@@ -75,7 +75,7 @@ class WorkerContext {
   // are cheap lets its producers defer its wake-ups (deferred_wakes.hpp); one whose parcels are
   // dear is woken at once, since it would idle while a wake-up waited.
   void note_parcel(std::uint64_t busy) noexcept {
-    // A moving average over about eight parcels.
+    // A moving average over about eight timings (a parcel, or a group of cheap ones).
     parcel_ticks_ = parcel_ticks_ - parcel_ticks_ / 8 + busy / 8;
   }
 
@@ -103,6 +103,11 @@ class WorkerContext {
       }
       // Bounded first: a ring may have missed the announcement (doorbell.hpp).
       if (bell_.park_bounded()) continue;
+      if (ready() || control_.cancelled()) {
+        bell_.cancel();
+        continue;
+      }
+      Doorbell::reveal_missed_changes();
       if (ready() || control_.cancelled()) {
         bell_.cancel();
         continue;
