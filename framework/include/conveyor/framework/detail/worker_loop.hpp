@@ -2,10 +2,11 @@
 // hand their items to the stage's code (in arrival order, or through a reorder buffer in source
 // order), and time what it does.
 //
-// Busy time is measured with one clock read (detail/ticks.hpp) per parcel, or per group of
-// parcels when they are cheap: the span since the previous read, minus what the worker spent
-// blocked inside it (waiting to push). Each item of the span is counted in the duration histogram
-// at the span's mean.
+// Busy time is measured with one clock read (detail/ticks.hpp) per parcel, or per group of up to
+// 16 parcels while the last ones took under 1 us each: the span since the previous read, minus
+// what the worker spent blocked inside it (waiting to push). Each item of the span is counted in
+// the duration histogram at the span's mean, so one slow parcel in a group of cheap ones is
+// spread over the group (busy time stays exact); the parcels after it are timed one by one.
 #pragma once
 
 #include <chrono>
@@ -33,10 +34,9 @@ class BusyClock {
 
   explicit BusyClock(WorkerContext& worker) noexcept : worker_(worker) { restart(); }
 
-  // Parcels not yet timed (a worker that returns on cancellation) still count.
-  ~BusyClock() {
-    if (untimed_parcels_ > 0) record(0);
-  }
+  // The last span counts too: parcels not yet timed (a worker that returns on cancellation) and
+  // the part of a parcel that threw.
+  ~BusyClock() { record(0); }
 
   BusyClock(const BusyClock&) = delete;
   BusyClock& operator=(const BusyClock&) = delete;
@@ -48,8 +48,9 @@ class BusyClock {
   }
 
   // Ends the span: `items` items were processed in it, besides those of parcels not yet timed.
-  // Returns the span's busy ticks.
-  std::uint64_t record(std::uint64_t items) noexcept {
+  // If the span holds parcels, tells the worker what they cost on average (for deferred wakes)
+  // and sizes the next group by it.
+  void record(std::uint64_t items) noexcept {
     const std::uint64_t now = ticks();
     const std::uint64_t blocked = worker_.blocked_ticks() - blocked_mark_;
     const std::uint64_t span = now - mark_;
@@ -57,22 +58,21 @@ class BusyClock {
     WorkerCounters& counters = worker_.counters();
     counters.busy_ticks.add(busy);
     counters.record_items(busy, items + untimed_items_);
+    if (untimed_parcels_ > 0) {
+      const std::uint64_t each = busy / untimed_parcels_;
+      worker_.note_parcel(each);
+      group_ = each < cheap_parcel_ticks() ? cheap_group : 1;
+    }
     untimed_items_ = 0;
     untimed_parcels_ = 0;
     mark_ = now;
     blocked_mark_ = worker_.blocked_ticks();
-    return busy;
   }
 
-  // One parcel of `items` items is done. Ends the span once the group is complete, and tells the
-  // worker what its parcels cost (for deferred wakes).
+  // One parcel of `items` items is done; ends the span once the group is complete.
   void parcel_done(std::uint64_t items) noexcept {
     untimed_items_ += items;
-    if (++untimed_parcels_ < group_) return;
-    const std::uint64_t parcels = untimed_parcels_;
-    const std::uint64_t each = record(0) / parcels;
-    worker_.note_parcel(each);
-    group_ = each < cheap_parcel_ticks() ? cheap_group : 1;
+    if (++untimed_parcels_ >= group_) record(0);
   }
 
  private:
