@@ -50,8 +50,7 @@ class DeferredWakes {
   static constexpr std::chrono::microseconds dear_parcel{50};
 
   static std::uint64_t dear_parcel_ticks() noexcept {
-    static const std::uint64_t limit =
-        seconds_to_ticks(std::chrono::duration<double>(dear_parcel).count());
+    static const std::uint64_t limit = to_ticks(dear_parcel);
     return limit;
   }
 

@@ -468,8 +468,7 @@ class OutPort {
   static constexpr std::uint32_t clock_stride = 8;
 
   static std::uint64_t defer_ticks() {
-    static const std::uint64_t window =
-        seconds_to_ticks(std::chrono::duration<double>(DeferredWakes::longest_deferral).count());
+    static const std::uint64_t window = to_ticks(DeferredWakes::longest_deferral);
     return window;
   }
 

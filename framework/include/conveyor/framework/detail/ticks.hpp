@@ -42,4 +42,9 @@ inline std::uint64_t seconds_to_ticks(double seconds) noexcept {
   return static_cast<std::uint64_t>(seconds / seconds_per_tick());
 }
 
+template <class Rep, class Period>
+std::uint64_t to_ticks(std::chrono::duration<Rep, Period> duration) noexcept {
+  return seconds_to_ticks(std::chrono::duration<double>(duration).count());
+}
+
 }  // namespace conveyor::detail

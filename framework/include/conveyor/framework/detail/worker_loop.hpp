@@ -77,8 +77,7 @@ class BusyClock {
 
  private:
   static std::uint64_t cheap_parcel_ticks() noexcept {
-    static const std::uint64_t limit =
-        seconds_to_ticks(std::chrono::duration<double>(cheap_parcel).count());
+    static const std::uint64_t limit = to_ticks(cheap_parcel);
     return limit;
   }
 
