@@ -11,9 +11,8 @@
 // - Producer role (one thread at a time): `try_push`, `free_slots`, `close`. Consumer role (one
 //   thread at a time): `try_pop`, `finished`. Any thread: `size_approx`, `capacity`.
 // - `try_push` moves from its argument (`try_emplace` uses its arguments) only when it returns
-// true. `close` is the done sentinel:
-//   it comes after the producer's last push, and a consumer that has drained the lane and sees it
-//   reports `finished`.
+//   true. `close` is the done sentinel: it comes after the producer's last push, and a consumer
+//   that has drained the lane and sees it reports `finished`.
 // - E must be nothrow move constructible and destructible; the destructor destroys what is left.
 //
 // Memory ordering:

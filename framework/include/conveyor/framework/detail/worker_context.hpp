@@ -85,6 +85,12 @@ class WorkerContext {
     before_sleep();
     // Consumers left asleep by this worker's pushes must not wait for it to wake again.
     if (owed_ != nullptr) owed_->deliver();
+    // The condition holds (or the pipeline was cancelled): withdraw the announcement.
+    auto settled = [&] {
+      if (!ready() && !control_.cancelled()) return false;
+      bell_.cancel();
+      return true;
+    };
     bool rechecked = false;
     for (;;) {
       if (ready()) return true;
@@ -97,21 +103,11 @@ class WorkerContext {
           rechecks_[i].run(rechecks_[i].self);
         rechecked = true;
       }
-      if (ready() || control_.cancelled()) {
-        bell_.cancel();
-        continue;
-      }
+      if (settled()) continue;
       // Bounded first: a ring may have missed the announcement (doorbell.hpp).
-      if (bell_.park_bounded()) continue;
-      if (ready() || control_.cancelled()) {
-        bell_.cancel();
-        continue;
-      }
+      if (bell_.park_bounded() || settled()) continue;
       Doorbell::reveal_missed_changes();
-      if (ready() || control_.cancelled()) {
-        bell_.cancel();
-        continue;
-      }
+      if (settled()) continue;
       bell_.park();
     }
   }
