@@ -14,8 +14,8 @@
 //   (the condition holds) or parks: `park_bounded()` first; if that returned false and a re-check
 //   fails, `reveal_missed_changes()`, and if a last re-check fails, `park()`.
 // - Anyone: `ring(reason)` after making the owner's condition true for that reason (or
-//   `waits_for(reason)`, a check of its own, then `wake(reason)`); `ring_any()` after a change
-//   that ends every wait (cancellation).
+//   `waits_for(reason)`, which is `hand_over_fence()` then `announced(reason)`, a check of its
+//   own, then `wake(reason)`); `ring_any()` after a change that ends every wait (cancellation).
 // - A ring that finds no matching announcement costs its fence and one relaxed load, and does
 //   nothing.
 // - `waits_for` is the hand-over's check and may miss an announcement made at the same moment
@@ -128,17 +128,22 @@ class Doorbell {
   // it. May miss an announcement made at the same moment (see "Memory ordering"); a ringer that
   // relies on it re-checks with `announced` before it sleeps.
   [[nodiscard]] bool waits_for(WaitReason reason) const noexcept {
+    hand_over_fence();
+    return announced(reason);
+  }
+
+  // Ringer: the fence of waits_for, for a ringer that goes on with `announced` itself.
+  void hand_over_fence() const noexcept {
     if (cooperative_) {
       sync::detail::full_fence();
     } else {
       sync::detail::asymmetric_fence_light();
     }
-    // Relaxed: the fence above orders it; wake() decides with a compare-exchange.
-    return waiting_.load(std::memory_order_relaxed) == reason;
   }
 
-  // Ringer, after a full fence that follows its change: whether the owner waits for `reason`.
-  // For re-checking, before the ringer sleeps, what `waits_for` may have missed.
+  // Ringer, after a fence that follows its change (hand_over_fence, or a full fence for a check
+  // that must not miss): whether the owner waits for `reason`. wake() then decides with a
+  // compare-exchange.
   [[nodiscard]] bool announced(WaitReason reason) const noexcept {
     // Relaxed: the caller's fence orders it.
     return waiting_.load(std::memory_order_relaxed) == reason;

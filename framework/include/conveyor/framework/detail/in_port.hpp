@@ -129,19 +129,21 @@ class InPort {
 
   void popped(std::size_t lane) {
     // The ringer's side of the Doorbell pairing: the lane's head store, then the announcement.
-    if (producers_[lane]->waits_for(WaitReason::space) &&
-        lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
-      producers_[lane]->wake(WaitReason::space);
-    }
+    producers_[lane]->hand_over_fence();
+    wake_if_room(lane);
   }
 
   // Before the worker sleeps, behind its full fence: what popped() may have missed.
   void recheck() const {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      if (producers_[lane]->announced(WaitReason::space) &&
-          lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
-        producers_[lane]->wake(WaitReason::space);
-      }
+    for (std::size_t lane = 0; lane < lanes_.size(); ++lane)
+      wake_if_room(lane);
+  }
+
+  // Wakes the lane's producer if it waits for room and the lane is at least half free.
+  void wake_if_room(std::size_t lane) const {
+    if (producers_[lane]->announced(WaitReason::space) &&
+        lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
+      producers_[lane]->wake(WaitReason::space);
     }
   }
 

@@ -25,8 +25,8 @@
 //   acquire and then re-reads `tail_`, so a lane is finished only when every element is out.
 // - The indices are also the data of the Dekker pairings of the Doorbell protocol: a pusher reads
 //   the consumer's announcement after its store of `tail_`, a popper the producer's after its store
-//   of `head_`, each with Doorbell::waits_for (whose light fence may miss an announcement; see
-//   doorbell.hpp for how the owner recovers).
+//   of `head_`, each behind the Doorbell's hand-over fence (whose light side may miss an
+//   announcement; see doorbell.hpp for how the owner recovers).
 #pragma once
 
 #include <algorithm>

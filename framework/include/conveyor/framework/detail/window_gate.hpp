@@ -14,8 +14,8 @@
 //
 // Memory ordering: `released_` and `wake_at_` carry no data, only flow control, and are relaxed;
 // the wake-up is the Doorbell's Dekker pairing (the consumer's store of `released_`, then
-// `waits_for`, which may miss the sequencer's announcement: `recheck`, before the consumer sleeps,
-// and the sequencer's bounded park make up for it; see doorbell.hpp).
+// the hand-over's fence, which may miss the sequencer's announcement: `recheck`, before the
+// consumer sleeps, and the sequencer's bounded park make up for it; see doorbell.hpp).
 #pragma once
 
 #include <atomic>
@@ -45,13 +45,12 @@ class WindowGate {
   // In-order stage: every number below `released` is done.
   void advance(std::uint64_t released) {
     released_.store(released, std::memory_order_relaxed);
-    if (sequencer_.waits_for(WaitReason::window) &&
-        released >= wake_at_.load(std::memory_order_relaxed)) {
-      sequencer_.wake(WaitReason::window);
-    }
+    sequencer_.hand_over_fence();
+    recheck();
   }
 
-  // In-order stage, before it sleeps, behind its full fence: what advance() may have missed.
+  // In-order stage, behind a fence that follows its store of `released_`: wakes the sequencer if
+  // half its window is free. Also before the stage sleeps, for what advance() may have missed.
   void recheck() const {
     if (sequencer_.announced(WaitReason::window) &&
         released_.load(std::memory_order_relaxed) >= wake_at_.load(std::memory_order_relaxed)) {

@@ -44,7 +44,8 @@ class WorkerContext {
   }
 
   // A recheck: `run(self)` rings, after a full fence and with Doorbell::announced, every doorbell
-  // whose owner waits for a change this worker made but checked only with Doorbell::waits_for.
+  // whose owner waits for a change this worker made but checked only behind the Doorbell's
+  // hand-over fence.
   struct Recheck {
     const void* self = nullptr;
     void (*run)(const void* self) = nullptr;
