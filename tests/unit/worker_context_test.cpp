@@ -1,7 +1,14 @@
 // Unit tests for WorkerContext::wait: a worker sleeps until its condition holds, also when the
 // change that made it hold was never rung (a ring that missed the announcement), and before it
-// sleeps it re-checks, once per wait, the rings it may have missed itself.
+// sleeps it re-checks, once per wait, the rings it may have missed itself: those of its InPort
+// (producers waiting for room), its OutPort (consumers waiting for items) and the window gate it
+// advances (a sequencer waiting for room in the window).
 #include "conveyor/framework/detail/worker_context.hpp"
+
+#include "conveyor/framework/detail/in_port.hpp"
+#include "conveyor/framework/detail/out_port.hpp"
+#include "conveyor/framework/detail/window_gate.hpp"
+#include "conveyor/framework/detail/worker_loop.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +20,20 @@
 
 namespace {
 
+using conveyor::Dispatch;
+using conveyor::detail::Batch;
 using conveyor::detail::Control;
 using conveyor::detail::Doorbell;
+using conveyor::detail::Entry;
+using conveyor::detail::InPort;
+using conveyor::detail::Lane;
+using conveyor::detail::OutPort;
+using conveyor::detail::Parcel;
+using conveyor::detail::ReorderBuffer;
+using conveyor::detail::Tag;
+using conveyor::detail::Tagging;
 using conveyor::detail::WaitReason;
+using conveyor::detail::WindowGate;
 using conveyor::detail::WorkerContext;
 using conveyor::detail::WorkerCounters;
 using conveyor::testing::settle_time;
@@ -123,6 +141,83 @@ TEST(WorkerContextTest, RechecksRunOnceBeforeAWorkerSleeps) {
   last.join();
   EXPECT_EQ(first.runs.load(), 1);
   EXPECT_EQ(second.runs.load(), 2);
+}
+
+// In the three tests below, a change is made before the other side announces its wait, so the
+// hand-over's own check finds nobody to wake, as a check that missed the announcement would. The
+// worker that made the change must then wake the other side when it waits itself; if it does not,
+// the other side's park() never returns and the watchdog fails the test.
+
+Parcel<int> item(int value) {
+  return Parcel<int>(Entry<int>{Tag::fresh(static_cast<std::uint64_t>(value)), value});
+}
+
+TEST(WorkerContextTest, AConsumerAboutToSleepWakesAProducerWaitingForRoom) {
+  Watchdog watchdog;
+  Lane<Parcel<int>> lane(2);
+  Lane<Batch<int>> returns(2);
+  Doorbell producer;
+  Worker consumer;
+  InPort<int> in(consumer.context, {{&lane}, {&returns}, {&producer}});
+  for (int value : {1, 2}) {
+    Parcel<int> parcel = item(value);
+    ASSERT_TRUE(lane.try_push(parcel));
+  }
+  ASSERT_TRUE(in.try_pop());
+  ASSERT_TRUE(in.try_pop());
+  producer.prepare(WaitReason::space);  // after the pops' checks
+  std::thread waiter([&] { EXPECT_FALSE(in.pop([] {})); });
+  producer.park();  // woken by the consumer's recheck as it waits for items
+  EXPECT_EQ(producer.waiting(), WaitReason::none);
+  lane.close();
+  consumer.bell.ring(WaitReason::items);
+  waiter.join();
+}
+
+TEST(WorkerContextTest, AProducerAboutToSleepWakesAConsumerWaitingForItems) {
+  Watchdog watchdog;
+  Lane<Parcel<int>> lane(1);
+  Lane<Batch<int>> returns(1);
+  Doorbell consumer;
+  Worker producer;
+  const Dispatch dispatch = Dispatch::round_robin();
+  OutPort<int> out(producer.context, {{&lane}, {&returns}, {&consumer}}, dispatch, 1, Tagging::none,
+                   nullptr);
+  Parcel<int> first = item(1);
+  ASSERT_TRUE(lane.try_push(first));                       // the lane is full
+  consumer.prepare(WaitReason::items);                     // after the push's check
+  std::thread emitter([&] { EXPECT_TRUE(out.emit(2)); });  // waits for room
+  consumer.park();  // woken by the producer's recheck as it waits for room
+  EXPECT_EQ(consumer.waiting(), WaitReason::none);
+  ASSERT_TRUE(lane.try_pop());
+  producer.bell.ring(WaitReason::space);
+  emitter.join();
+  EXPECT_TRUE(lane.try_pop());
+}
+
+TEST(WorkerContextTest, AnInOrderStageAboutToSleepWakesItsSequencer) {
+  Watchdog watchdog;
+  constexpr std::uint64_t window = 4;
+  Doorbell sequencer;
+  WindowGate gate(window, sequencer);
+  gate.request_wake_at(window);  // number 4 waits for half the window: released >= 3
+  gate.advance(3);               // before the sequencer announces
+  sequencer.prepare(WaitReason::window);
+  Lane<Parcel<int>> lane(1);
+  Lane<Batch<int>> returns(1);
+  Doorbell producer;
+  Worker stage;
+  InPort<int> in(stage.context, {{&lane}, {&returns}, {&producer}});
+  ReorderBuffer<int> reorder(window);
+  std::thread waiter([&] {
+    EXPECT_TRUE(consume_in_order(
+        in, stage.context, reorder, &gate, [](int&&) {}, [] {}));
+  });
+  sequencer.park();  // woken by the gate's recheck as the stage waits for items
+  EXPECT_EQ(sequencer.waiting(), WaitReason::none);
+  lane.close();
+  stage.bell.ring(WaitReason::items);
+  waiter.join();
 }
 
 TEST(WorkerContextDeathTest, TooManyRechecksAreAContractViolation) {
