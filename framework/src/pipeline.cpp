@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "conveyor/framework/detail/ticks.hpp"
+#include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor {
 
@@ -188,8 +188,8 @@ void Pipeline::start() {
   runtime->owed.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
-      runtime->doorbells[i].push_back(std::make_unique<detail::Doorbell>(cooperative));
-      runtime->owed[i].push_back(std::make_unique<detail::DeferredWakes>());
+      runtime->doorbells[i].push_back(std::make_unique<sync::Doorbell>(cooperative));
+      runtime->owed[i].push_back(std::make_unique<sync::DeferredWakes>());
     }
     total_workers += nodes_[i]->workers();
   }
@@ -242,7 +242,7 @@ void Pipeline::start() {
     wirings[k].input_gate = runtime->gates.back().get();
   }
 
-  std::vector<detail::Doorbell*> all_bells;
+  std::vector<sync::Doorbell*> all_bells;
   for (std::size_t i = 0; i < count; ++i) {
     detail::Wiring& wiring = wirings[i];
     wiring.control = &control_;
@@ -317,8 +317,7 @@ void Pipeline::supervise() {
       for (const auto& owed : node)
         owed->deliver();
     }
-    const auto next_sweep =
-        std::chrono::steady_clock::now() + detail::DeferredWakes::sweep_interval;
+    const auto next_sweep = std::chrono::steady_clock::now() + sync::DeferredWakes::sweep_interval;
     if (options_.sample_interval.count() > 0) {
       if (std::chrono::steady_clock::now() >= next_sample) {
         const PipelineStats snapshot = stats();

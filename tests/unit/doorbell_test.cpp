@@ -1,7 +1,7 @@
-// Unit tests for the framework's Doorbell: a worker sleeps until a ring for the reason it waits
+// Unit tests for sync::Doorbell: a worker sleeps until a ring for the reason it waits
 // for, a bounded park ends on its own, tokens never pile up, and a oneTBB task suspends instead
 // of blocking its thread.
-#include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/sync/doorbell.hpp"
 
 #include <gtest/gtest.h>
 #include <oneapi/tbb/task_arena.h>
@@ -16,8 +16,8 @@
 
 namespace {
 
-using conveyor::detail::Doorbell;
-using conveyor::detail::WaitReason;
+using conveyor::sync::Doorbell;
+using conveyor::sync::WaitReason;
 using conveyor::testing::settle_time;
 using conveyor::testing::Watchdog;
 
@@ -91,6 +91,37 @@ TEST(DoorbellTest, RingAnyEndsEveryWait) {
     bell.ring_any();
     owner.join();
   }
+}
+
+TEST(DoorbellTest, AHandOverRingsOnlyWhenTheWaitIsOver) {
+  Doorbell bell;
+  bell.prepare(WaitReason::space);
+  bell.ring_after_hand_over(WaitReason::space, [] { return false; });  // not enough room yet
+  EXPECT_EQ(bell.waiting(), WaitReason::space);
+  bell.ring_after_hand_over(WaitReason::items);  // another reason
+  EXPECT_EQ(bell.waiting(), WaitReason::space);
+  bell.ring_after_hand_over(WaitReason::space, [] { return true; });
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+  bell.cancel();  // takes the ring's token
+}
+
+TEST(DoorbellTest, ARecheckRingsLikeAHandOver) {
+  Doorbell bell;
+  bell.prepare(WaitReason::window);
+  bell.ring_on_recheck(WaitReason::window, [] { return false; });
+  EXPECT_EQ(bell.waiting(), WaitReason::window);
+  bell.ring_on_recheck(WaitReason::window, [] { return true; });
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+  bell.cancel();
+}
+
+TEST(DoorbellTest, RingAnyEndsAWaitForAnyReason) {
+  Watchdog watchdog;
+  Doorbell bell;
+  bell.prepare(WaitReason::window);
+  bell.ring_any();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
+  EXPECT_TRUE(bell.park_bounded());  // the token is there
 }
 
 TEST(DoorbellTest, ABoundedParkEndsWithoutARing) {

@@ -23,19 +23,19 @@ namespace {
 using conveyor::Dispatch;
 using conveyor::detail::Batch;
 using conveyor::detail::Control;
-using conveyor::detail::Doorbell;
 using conveyor::detail::Entry;
 using conveyor::detail::InPort;
-using conveyor::detail::Lane;
 using conveyor::detail::OutPort;
 using conveyor::detail::Parcel;
 using conveyor::detail::ReorderBuffer;
 using conveyor::detail::Tag;
 using conveyor::detail::Tagging;
-using conveyor::detail::WaitReason;
 using conveyor::detail::WindowGate;
 using conveyor::detail::WorkerContext;
 using conveyor::detail::WorkerCounters;
+using conveyor::sync::Doorbell;
+using conveyor::sync::SpscRing;
+using conveyor::sync::WaitReason;
 using conveyor::testing::settle_time;
 using conveyor::testing::Watchdog;
 
@@ -154,8 +154,8 @@ Parcel<int> item(int value) {
 
 TEST(WorkerContextTest, AConsumerAboutToSleepWakesAProducerWaitingForRoom) {
   Watchdog watchdog;
-  Lane<Parcel<int>> lane(2);
-  Lane<Batch<int>> returns(2);
+  SpscRing<Parcel<int>> lane(2);
+  SpscRing<Batch<int>> returns(2);
   Doorbell producer;
   Worker consumer;
   InPort<int> in(consumer.context, {{&lane}, {&returns}, {&producer}});
@@ -176,8 +176,8 @@ TEST(WorkerContextTest, AConsumerAboutToSleepWakesAProducerWaitingForRoom) {
 
 TEST(WorkerContextTest, AProducerAboutToSleepWakesAConsumerWaitingForItems) {
   Watchdog watchdog;
-  Lane<Parcel<int>> lane(1);
-  Lane<Batch<int>> returns(1);
+  SpscRing<Parcel<int>> lane(1);
+  SpscRing<Batch<int>> returns(1);
   Doorbell consumer;
   Worker producer;
   const Dispatch dispatch = Dispatch::round_robin();
@@ -203,8 +203,8 @@ TEST(WorkerContextTest, AnInOrderStageAboutToSleepWakesItsSequencer) {
   gate.request_wake_at(window);  // number 4 waits for half the window: released >= 3
   gate.advance(3);               // before the sequencer announces
   sequencer.prepare(WaitReason::window);
-  Lane<Parcel<int>> lane(1);
-  Lane<Batch<int>> returns(1);
+  SpscRing<Parcel<int>> lane(1);
+  SpscRing<Batch<int>> returns(1);
   Doorbell producer;
   Worker stage;
   InPort<int> in(stage.context, {{&lane}, {&returns}, {&producer}});
@@ -223,7 +223,7 @@ TEST(WorkerContextTest, AnInOrderStageAboutToSleepWakesItsSequencer) {
 TEST(WorkerContextDeathTest, TooManyRechecksAreAContractViolation) {
   Worker worker;
   CountedRecheck recheck;
-  for (std::size_t i = 0; i < WorkerContext::max_rechecks; ++i)
+  for (std::size_t i = 0; i < conveyor::sync::Waiter::max_rechecks; ++i)
     worker.context.add_recheck({&recheck, &CountedRecheck::run});
   EXPECT_DEATH(worker.context.add_recheck({&recheck, &CountedRecheck::run}), "too many rechecks");
 }

@@ -10,9 +10,9 @@
 // - `fail()` keeps the first exception; later ones are counted by their stages but dropped.
 //
 // Memory ordering:
-// - `cancelled_` is stored seq_cst and followed by a full fence before the doorbells are rung; a
-//   worker about to sleep announces itself and runs a full fence before it polls
-//   `cancelled_` (see doorbell.hpp), so either it sees the flag or the ring sees it.
+// - `cancelled_` is stored seq_cst before the doorbells are rung (`ring_any` runs a full fence
+//   first); a worker about to sleep announces itself and runs a full fence before it polls
+//   `cancelled_` (sync/doorbell.hpp), so either it sees the flag or the ring sees it.
 // - The request bits and `running_workers_` are read-modify-writes on one word each (acq_rel):
 //   the last worker's decrement, and the supervisor's acquire load that sees it, order every
 //   worker's writes before the supervisor's return. The first error is guarded by a mutex.
@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "conveyor/framework/detail/doorbell.hpp"
 #include "conveyor/sync/detail/futex.hpp"
+#include "conveyor/sync/doorbell.hpp"
 
 namespace conveyor::detail {
 
@@ -65,8 +65,7 @@ class Control {
   // Ends every wait: workers return as soon as they look.
   void cancel() {
     if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
-    sync::detail::full_fence();
-    for (Doorbell* bell : doorbells_)
+    for (sync::Doorbell* bell : doorbells_)
       bell->ring_any();
   }
 
@@ -82,7 +81,7 @@ class Control {
 
   // --- supervisor ---
 
-  void set_doorbells(std::vector<Doorbell*> doorbells) { doorbells_ = std::move(doorbells); }
+  void set_doorbells(std::vector<sync::Doorbell*> doorbells) { doorbells_ = std::move(doorbells); }
 
   [[nodiscard]] std::int32_t requests() const noexcept {
     return word_.load(std::memory_order_acquire);
@@ -111,7 +110,7 @@ class Control {
   sync::detail::FutexWord word_{0};
   std::atomic<bool> cancelled_{false};
   std::atomic<std::int32_t> running_workers_{0};
-  std::vector<Doorbell*> doorbells_;  // set before any worker starts
+  std::vector<sync::Doorbell*> doorbells_;  // set before any worker starts
   mutable std::mutex error_mutex_;
   std::exception_ptr first_error_;
 };

@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "conveyor/framework/detail/doorbell.hpp"
 #include "conveyor/framework/detail/in_port.hpp"
-#include "conveyor/framework/detail/lane.hpp"
 #include "conveyor/framework/detail/out_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/sync/doorbell.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
 
 namespace conveyor::detail {
 
@@ -37,9 +37,9 @@ class Edge final : public EdgeBase {
     lanes_.reserve(producers * consumers);
     returns_.reserve(producers * consumers);
     for (std::size_t i = 0; i < producers * consumers; ++i) {
-      lanes_.push_back(std::make_unique<Lane<Parcel<T>>>(lane_capacity));
+      lanes_.push_back(std::make_unique<sync::SpscRing<Parcel<T>>>(lane_capacity));
       // Room for every batch that can be in the lane, plus the one in each worker's hands.
-      returns_.push_back(std::make_unique<Lane<Batch<T>>>(lane_capacity + 2));
+      returns_.push_back(std::make_unique<sync::SpscRing<Batch<T>>>(lane_capacity + 2));
     }
   }
 
@@ -80,15 +80,15 @@ class Edge final : public EdgeBase {
   }
 
  private:
-  Lane<Parcel<T>>& lane(std::size_t producer, std::size_t consumer) const {
+  sync::SpscRing<Parcel<T>>& lane(std::size_t producer, std::size_t consumer) const {
     return *lanes_[producer * consumers_ + consumer];
   }
 
   const std::size_t producers_;
   const std::size_t consumers_;
-  std::vector<std::unique_ptr<Lane<Parcel<T>>>> lanes_;
+  std::vector<std::unique_ptr<sync::SpscRing<Parcel<T>>>> lanes_;
   // Emptied batches on their way back to the producer, one ring beside each lane.
-  std::vector<std::unique_ptr<Lane<Batch<T>>>> returns_;
+  std::vector<std::unique_ptr<sync::SpscRing<Batch<T>>>> returns_;
 };
 
 }  // namespace conveyor::detail

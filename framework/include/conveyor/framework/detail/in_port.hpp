@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
-#include "conveyor/framework/detail/doorbell.hpp"
-#include "conveyor/framework/detail/lane.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/doorbell.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
 
 namespace conveyor::detail {
 
@@ -30,9 +30,9 @@ template <class T>
 class InPort {
  public:
   struct Lanes {
-    std::vector<Lane<Parcel<T>>*> lanes;   // one per producer worker
-    std::vector<Lane<Batch<T>>*> returns;  // emptied batches going back, same order
-    std::vector<Doorbell*> producers;      // their doorbells, same order
+    std::vector<sync::SpscRing<Parcel<T>>*> lanes;   // one per producer worker
+    std::vector<sync::SpscRing<Batch<T>>*> returns;  // emptied batches going back, same order
+    std::vector<Doorbell*> producers;                // their doorbells, same order
   };
 
   static constexpr std::size_t burst = 32;
@@ -127,29 +127,24 @@ class InPort {
     return false;
   }
 
+  // Wakes the lane's producer if it waits for room and the lane is at least half free.
   void popped(std::size_t lane) {
-    // The ringer's side of the Doorbell pairing: the lane's head store, then the announcement.
-    producers_[lane]->hand_over_fence();
-    wake_if_room(lane);
+    producers_[lane]->ring_after_hand_over(WaitReason::space, [&] { return half_free(lane); });
   }
 
-  // Before the worker sleeps, behind its full fence: what popped() may have missed.
+  // Before the worker sleeps (sync::Waiter's rechecks): what popped() may have missed.
   void recheck() const {
     for (std::size_t lane = 0; lane < lanes_.size(); ++lane)
-      wake_if_room(lane);
+      producers_[lane]->ring_on_recheck(WaitReason::space, [&] { return half_free(lane); });
   }
 
-  // Wakes the lane's producer if it waits for room and the lane is at least half free.
-  void wake_if_room(std::size_t lane) const {
-    if (producers_[lane]->announced(WaitReason::space) &&
-        lanes_[lane]->free_after_pop() >= thresholds_[lane]) {
-      producers_[lane]->wake(WaitReason::space);
-    }
+  [[nodiscard]] bool half_free(std::size_t lane) const {
+    return lanes_[lane]->free_after_pop() >= thresholds_[lane];
   }
 
   WorkerContext& worker_;
-  const std::vector<Lane<Parcel<T>>*> lanes_;
-  const std::vector<Lane<Batch<T>>*> returns_;
+  const std::vector<sync::SpscRing<Parcel<T>>*> lanes_;
+  const std::vector<sync::SpscRing<Batch<T>>*> returns_;
   const std::vector<Doorbell*> producers_;
   std::vector<std::size_t> thresholds_;
   std::vector<bool> finished_;

@@ -35,15 +35,14 @@
 #include <utility>
 #include <vector>
 
-#include "conveyor/framework/detail/deferred_wakes.hpp"
-#include "conveyor/framework/detail/doorbell.hpp"
-#include "conveyor/framework/detail/lane.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
-#include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/framework/options.hpp"
+#include "conveyor/sync/deferred_wakes.hpp"
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/doorbell.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
 
 namespace conveyor::detail {
 
@@ -58,9 +57,9 @@ template <class T>
 class OutPort {
  public:
   struct Lanes {
-    std::vector<Lane<Parcel<T>>*> lanes;   // one per consumer worker
-    std::vector<Lane<Batch<T>>*> returns;  // emptied batches coming back, same order
-    std::vector<Doorbell*> consumers;      // their doorbells, same order
+    std::vector<sync::SpscRing<Parcel<T>>*> lanes;   // one per consumer worker
+    std::vector<sync::SpscRing<Batch<T>>*> returns;  // emptied batches coming back, same order
+    std::vector<Doorbell*> consumers;                // their doorbells, same order
   };
 
   OutPort(WorkerContext& worker, Lanes lanes, const Dispatch& dispatch, std::size_t batch,
@@ -73,18 +72,10 @@ class OutPort {
         batch_(batch),
         tagging_(tagging),
         gate_(gate),
-        collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1),
-        wakes_(lanes_.size()) {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      // Half the lane at most, so that a deferred wake never leaves the producer facing a full
-      // lane with its consumer asleep; a mailbox never defers.
-      wakes_[lane].limit = std::min<std::uint32_t>(
-          DeferredWakes::max_deferred, static_cast<std::uint32_t>(lanes_[lane]->capacity() / 2));
-    }
-    if (worker_.owed() == nullptr) {
-      for (auto& wakes : wakes_)
-        wakes.limit = 0;
-    }
+        collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1) {
+    wakes_.reserve(lanes_.size());
+    for (const auto* lane : lanes_)
+      wakes_.emplace_back(lane->capacity(), worker_.owed());
     CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == consumers_.size(),
                       "OutPort: one lane and one doorbell per consumer worker");
     CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
@@ -166,7 +157,7 @@ class OutPort {
   // End of stream: the done sentinel on every lane.
   void close() {
     if (!flush()) return;
-    for (Lane<Parcel<T>>* lane : lanes_)
+    for (sync::SpscRing<Parcel<T>>* lane : lanes_)
       lane->close();
     for (Doorbell* consumer : consumers_)
       consumer->ring(WaitReason::items);
@@ -195,7 +186,7 @@ class OutPort {
 
   // A batch that came back from a consumer, if one did (not a new one).
   [[nodiscard]] std::optional<Batch<T>> returned_batch() {
-    for (Lane<Batch<T>>* returned : returns_) {
+    for (sync::SpscRing<Batch<T>>* returned : returns_) {
       if (std::optional<Batch<T>> batch = returned->try_pop()) return batch;
     }
     return std::nullopt;
@@ -313,7 +304,7 @@ class OutPort {
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
     if (batch_ == 1 && dispatch_.kind() == Dispatch::Kind::round_robin) {
       // Built in its slot (Lane::try_emplace).
-      return push_round_robin([&](Lane<Parcel<T>>& lane) {
+      return push_round_robin([&](sync::SpscRing<Parcel<T>>& lane) {
         return lane.try_emplace(std::in_place_index<0>, WholeItem<T>{seq, value});
       });
     }
@@ -372,7 +363,7 @@ class OutPort {
   }
 
   bool push_round_robin(Parcel<T>& parcel) {
-    return push_round_robin([&](Lane<Parcel<T>>& lane) { return lane.try_push(parcel); });
+    return push_round_robin([&](sync::SpscRing<Parcel<T>>& lane) { return lane.try_push(parcel); });
   }
 
   // Round-robin with `try_push(lane)`, which pushes into `lane` if it has room.
@@ -390,7 +381,7 @@ class OutPort {
         }
       }
       if (!wait_for_room([&] {
-            for (Lane<Parcel<T>>* lane : lanes_) {
+            for (sync::SpscRing<Parcel<T>>* lane : lanes_) {
               if (lane->free_slots() > 0) return true;
             }
             return false;
@@ -428,53 +419,20 @@ class OutPort {
         WaitReason::space, ready, [] {}, worker_.counters().blocked_push_ticks);
   }
 
-  void pushed(std::size_t lane) {
-    // The ringer's side of the Doorbell pairing: the lane's tail store, then the announcement.
-    Doorbell& consumer = *consumers_[lane];
-    LaneWakes& wakes = wakes_[lane];
-    if (!consumer.waits_for(WaitReason::items)) {
-      wakes.deferred = 0;
-      return;
-    }
-    if (wakes.deferred < wakes.limit && consumer.deferrable()) {
-      // Let a few more parcels gather first, for a short while: timed from the
-      // `clock_stride`-th deferred parcel and checked every `clock_stride` parcels, since a clock
-      // read costs as much as a cheap parcel (the supervisor's sweep bounds the delay anyway).
-      bool in_time = true;
-      if (wakes.deferred % clock_stride == 0 && wakes.deferred > 0) {
-        const std::uint64_t now = ticks();
-        if (wakes.deferred == clock_stride) wakes.first_deferred = now;
-        in_time = now - wakes.first_deferred < defer_ticks();
-      }
-      if (in_time) {
-        ++wakes.deferred;
-        worker_.owed()->owe();
-        return;
-      }
-    }
-    consumer.wake(WaitReason::items);
-    wakes.deferred = 0;
-  }
+  // Wakes the lane's consumer, or defers the wake (sync/deferred_wakes.hpp).
+  void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
 
-  // Before the worker sleeps, behind its full fence: what pushed() may have missed.
+  // Before the worker sleeps (sync::Waiter's rechecks): what pushed() may have missed.
   void recheck() const {
     for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      if (consumers_[lane]->announced(WaitReason::items) && lanes_[lane]->size_approx() > 0) {
-        consumers_[lane]->wake(WaitReason::items);
-      }
+      consumers_[lane]->ring_on_recheck(WaitReason::items,
+                                        [&] { return lanes_[lane]->size_approx() > 0; });
     }
-  }
-
-  static constexpr std::uint32_t clock_stride = 8;
-
-  static std::uint64_t defer_ticks() {
-    static const std::uint64_t window = to_ticks(DeferredWakes::longest_deferral);
-    return window;
   }
 
   WorkerContext& worker_;
-  const std::vector<Lane<Parcel<T>>*> lanes_;
-  const std::vector<Lane<Batch<T>>*> returns_;
+  const std::vector<sync::SpscRing<Parcel<T>>*> lanes_;
+  const std::vector<sync::SpscRing<Batch<T>>*> returns_;
   const std::vector<Doorbell*> consumers_;
   const Dispatch& dispatch_;
   const std::size_t batch_;
@@ -492,13 +450,8 @@ class OutPort {
   std::vector<T> pending_;
   // Batching: one collection per lane for by_key, one in all otherwise.
   std::vector<Batch<T>> collected_;
-  // Deferred wake-ups (deferred_wakes.hpp), per lane.
-  struct LaneWakes {
-    std::uint32_t deferred = 0;
-    std::uint32_t limit = 0;
-    std::uint64_t first_deferred = 0;
-  };
-  std::vector<LaneWakes> wakes_;
+  // Deferred wake-ups, per lane.
+  std::vector<sync::WakeDeferral> wakes_;
 };
 
 }  // namespace conveyor::detail

@@ -13,17 +13,19 @@
 // advance, so that a full window costs one wake-up per half window.
 //
 // Memory ordering: `released_` and `wake_at_` carry no data, only flow control, and are relaxed;
-// the wake-up is the Doorbell's Dekker pairing (the consumer's store of `released_`, then
-// the hand-over's fence, which may miss the sequencer's announcement: `recheck`, before the
-// consumer sleeps, and the sequencer's bounded park make up for it; see doorbell.hpp).
+// the wake-up is the Doorbell's pairing, whose cheap check `recheck` and the sequencer's bounded
+// park back up (sync/waiter.hpp).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
-#include "conveyor/framework/detail/doorbell.hpp"
+#include "conveyor/sync/doorbell.hpp"
 
 namespace conveyor::detail {
+
+using sync::Doorbell;
+using sync::WaitReason;
 
 class WindowGate {
  public:
@@ -45,20 +47,20 @@ class WindowGate {
   // In-order stage: every number below `released` is done.
   void advance(std::uint64_t released) {
     released_.store(released, std::memory_order_relaxed);
-    sequencer_.hand_over_fence();
-    recheck();
+    sequencer_.ring_after_hand_over(WaitReason::window, [this] { return half_free(); });
   }
 
-  // In-order stage, behind a fence that follows its store of `released_`: wakes the sequencer if
-  // half its window is free. Also before the stage sleeps, for what advance() may have missed.
+  // In-order stage, before it sleeps (sync::Waiter's rechecks): what advance() may have missed.
   void recheck() const {
-    if (sequencer_.announced(WaitReason::window) &&
-        released_.load(std::memory_order_relaxed) >= wake_at_.load(std::memory_order_relaxed)) {
-      sequencer_.wake(WaitReason::window);
-    }
+    sequencer_.ring_on_recheck(WaitReason::window, [this] { return half_free(); });
   }
 
  private:
+  // Half the sequencer's window is free again.
+  [[nodiscard]] bool half_free() const noexcept {
+    return released_.load(std::memory_order_relaxed) >= wake_at_.load(std::memory_order_relaxed);
+  }
+
   const std::uint64_t window_;
   Doorbell& sequencer_;
   alignas(64) std::atomic<std::uint64_t> released_{0};

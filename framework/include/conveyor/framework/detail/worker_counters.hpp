@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/stats.hpp"
+#include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor::detail {
 

@@ -18,10 +18,10 @@
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
-#include "conveyor/framework/detail/ticks.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor::detail {
 
@@ -43,7 +43,7 @@ class BusyClock {
 
   // Starts a new span now (after a wait, which is accounted as blocked time).
   void restart() noexcept {
-    mark_ = ticks();
+    mark_ = sync::detail::ticks();
     blocked_mark_ = worker_.blocked_ticks();
   }
 
@@ -51,7 +51,7 @@ class BusyClock {
   // If the span holds parcels, tells the worker what they cost on average (for deferred wakes)
   // and sizes the next group by it.
   void record(std::uint64_t items) noexcept {
-    const std::uint64_t now = ticks();
+    const std::uint64_t now = sync::detail::ticks();
     const std::uint64_t blocked = worker_.blocked_ticks() - blocked_mark_;
     const std::uint64_t span = now - mark_;
     const std::uint64_t busy = span > blocked ? span - blocked : 0;
@@ -77,7 +77,7 @@ class BusyClock {
 
  private:
   static std::uint64_t cheap_parcel_ticks() noexcept {
-    static const std::uint64_t limit = to_ticks(cheap_parcel);
+    static const std::uint64_t limit = sync::detail::to_ticks(cheap_parcel);
     return limit;
   }
 

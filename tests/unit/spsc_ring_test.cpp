@@ -1,29 +1,31 @@
-// Unit tests for the framework's Lane: the single-producer, single-consumer ring between two
-// workers (a mailbox at capacity 1), its end mark, building and taking elements in their slots,
+// Unit tests for sync::SpscRing: the single-producer, single-consumer ring (a mailbox at
+// capacity 1), its end mark, building and taking elements in their slots, bulk pushes and pops,
 // and the lifetimes of what it holds.
-#include "conveyor/framework/detail/lane.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
 
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "tracked.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
-using conveyor::detail::Lane;
+using conveyor::sync::SpscRing;
 using conveyor::testing::Tracked;
 using conveyor::testing::TrackedLeakCheck;
 using conveyor::testing::Watchdog;
 
-using LaneTest = TrackedLeakCheck;
+using SpscRingTest = TrackedLeakCheck;
 
-TEST_F(LaneTest, AMailboxHoldsOneElement) {
-  Lane<int> lane(1);
+TEST_F(SpscRingTest, AMailboxHoldsOneElement) {
+  SpscRing<int> lane(1);
   int first = 1;
   int second = 2;
   EXPECT_EQ(lane.free_slots(), 1U);
@@ -37,8 +39,8 @@ TEST_F(LaneTest, AMailboxHoldsOneElement) {
   EXPECT_EQ(lane.try_pop(), 2);
 }
 
-TEST_F(LaneTest, KeepsOrderAcrossTheWrap) {
-  Lane<int> lane(3);
+TEST_F(SpscRingTest, KeepsOrderAcrossTheWrap) {
+  SpscRing<int> lane(3);
   int next_in = 0;
   int next_out = 0;
   for (int round = 0; round < 10; ++round) {
@@ -55,8 +57,8 @@ TEST_F(LaneTest, KeepsOrderAcrossTheWrap) {
   EXPECT_EQ(next_in, next_out);
 }
 
-TEST_F(LaneTest, FinishedOnlyWhenClosedAndDrained) {
-  Lane<int> lane(4);
+TEST_F(SpscRingTest, FinishedOnlyWhenClosedAndDrained) {
+  SpscRing<int> lane(4);
   int value = 5;
   ASSERT_TRUE(lane.try_push(value));
   EXPECT_FALSE(lane.finished());
@@ -68,8 +70,8 @@ TEST_F(LaneTest, FinishedOnlyWhenClosedAndDrained) {
   EXPECT_FALSE(lane.has_element());
 }
 
-TEST_F(LaneTest, FailedPushLeavesTheValueAlone) {
-  Lane<std::unique_ptr<int>> lane(1);
+TEST_F(SpscRingTest, FailedPushLeavesTheValueAlone) {
+  SpscRing<std::unique_ptr<int>> lane(1);
   auto first = std::make_unique<int>(1);
   auto second = std::make_unique<int>(2);
   ASSERT_TRUE(lane.try_push(first));
@@ -79,8 +81,8 @@ TEST_F(LaneTest, FailedPushLeavesTheValueAlone) {
   EXPECT_EQ(**lane.try_pop(), 1);
 }
 
-TEST_F(LaneTest, TryEmplaceUsesItsArgumentsOnlyWhenItPushes) {
-  Lane<std::pair<int, Tracked>> lane(1);
+TEST_F(SpscRingTest, TryEmplaceUsesItsArgumentsOnlyWhenItPushes) {
+  SpscRing<std::pair<int, Tracked>> lane(1);
   Tracked first(1);
   Tracked second(2);
   ASSERT_TRUE(lane.try_emplace(10, std::move(first)));
@@ -95,8 +97,8 @@ TEST_F(LaneTest, TryEmplaceUsesItsArgumentsOnlyWhenItPushes) {
   EXPECT_EQ(Tracked::alive(), 3);  // the slot's element is destroyed, its value lives in `out`
 }
 
-TEST_F(LaneTest, TryPopIntoLeavesAnEmptyOptionalOnAnEmptyLane) {
-  Lane<Tracked> lane(2);
+TEST_F(SpscRingTest, TryPopIntoLeavesAnEmptyOptionalOnAnEmptyLane) {
+  SpscRing<Tracked> lane(2);
   std::optional<Tracked> out;
   EXPECT_FALSE(lane.try_pop_into(out));
   EXPECT_FALSE(out.has_value());
@@ -107,8 +109,8 @@ TEST_F(LaneTest, TryPopIntoLeavesAnEmptyOptionalOnAnEmptyLane) {
   EXPECT_EQ(Tracked::alive(), 2);  // `value`, moved from, and `out`
 }
 
-TEST_F(LaneTest, FreeAfterPopCountsTheConsumersProgress) {
-  Lane<int> lane(4);
+TEST_F(SpscRingTest, FreeAfterPopCountsTheConsumersProgress) {
+  SpscRing<int> lane(4);
   for (int i = 0; i < 4; ++i) {
     int value = i;
     ASSERT_TRUE(lane.try_push(value));
@@ -120,9 +122,9 @@ TEST_F(LaneTest, FreeAfterPopCountsTheConsumersProgress) {
   EXPECT_EQ(lane.capacity(), 4U);
 }
 
-TEST_F(LaneTest, DestructorDestroysWhatIsLeft) {
+TEST_F(SpscRingTest, DestructorDestroysWhatIsLeft) {
   {
-    Lane<Tracked> lane(8);
+    SpscRing<Tracked> lane(8);
     for (int i = 0; i < 5; ++i) {
       Tracked value(i);
       ASSERT_TRUE(lane.try_push(value));
@@ -133,10 +135,10 @@ TEST_F(LaneTest, DestructorDestroysWhatIsLeft) {
   EXPECT_EQ(Tracked::alive(), 0);
 }
 
-TEST_F(LaneTest, HandsEveryElementOverBetweenTwoThreads) {
+TEST_F(SpscRingTest, HandsEveryElementOverBetweenTwoThreads) {
   Watchdog watchdog;
   constexpr int count = 200'000;
-  Lane<int> lane(16);
+  SpscRing<int> lane(16);
   std::thread producer([&] {
     for (int i = 0; i < count; ++i) {
       int value = i;
@@ -158,10 +160,74 @@ TEST_F(LaneTest, HandsEveryElementOverBetweenTwoThreads) {
   EXPECT_EQ(expected, count);
 }
 
-using LaneDeathTest = LaneTest;
+// Pushes until the ring is full; how many went in.
+template <class T>
+int fill(SpscRing<T>& ring) {
+  int pushed = 0;
+  for (;;) {
+    T value(pushed);
+    if (!ring.try_push(value)) return pushed;
+    ++pushed;
+  }
+}
 
-TEST_F(LaneDeathTest, ZeroCapacityIsAContractViolation) {
-  EXPECT_DEATH(Lane<int> lane(0), "capacity must be at least 1");
+TEST_F(SpscRingTest, BulkPushTakesWhatFitsAndAdvancesTheIterator) {
+  SpscRing<int> ring(4);
+  std::vector<int> values{1, 2, 3, 4, 5, 6};
+  auto first = values.begin();
+  EXPECT_EQ(ring.try_push_bulk(first, values.end()), 4U);
+  EXPECT_EQ(first - values.begin(), 4);
+  EXPECT_EQ(ring.try_push_bulk(first, values.end()), 0U);  // full
+  EXPECT_EQ(ring.try_pop(), 1);
+  EXPECT_EQ(ring.try_push_bulk(first, values.end()), 1U);
+  EXPECT_EQ(first - values.begin(), 5);
+}
+
+TEST_F(SpscRingTest, BulkPopTakesUpToMaxInOrder) {
+  SpscRing<Tracked> ring(8);
+  for (int i = 0; i < 6; ++i) {
+    Tracked value(i);
+    ASSERT_TRUE(ring.try_push(value));
+  }
+  std::vector<Tracked> out;
+  auto inserter = std::back_inserter(out);
+  EXPECT_EQ(ring.try_pop_bulk(inserter, 4), 4U);
+  EXPECT_EQ(ring.try_pop_bulk(inserter, 4), 2U);
+  EXPECT_EQ(ring.try_pop_bulk(inserter, 4), 0U);
+  ASSERT_EQ(out.size(), 6U);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(out[static_cast<std::size_t>(i)].value(), i);
+  EXPECT_EQ(fill(ring), 8);  // every slot went back to the producer
+}
+
+TEST_F(SpscRingTest, DiscardDestroysWhatWasPublishedAndFreesTheSlots) {
+  SpscRing<Tracked> ring(4);
+  for (int i = 0; i < 3; ++i) {
+    Tracked value(i);
+    ASSERT_TRUE(ring.try_push(value));
+  }
+  EXPECT_EQ(ring.discard(), 3U);
+  EXPECT_EQ(Tracked::alive(), 0);
+  EXPECT_EQ(ring.discard(), 0U);
+  EXPECT_EQ(fill(ring), 4);  // every slot went back to the producer
+  EXPECT_EQ(ring.discard(), 4U);
+}
+
+TEST_F(SpscRingTest, ClosedIsSeenFromAnyThreadAtOnce) {
+  SpscRing<int> ring(2);
+  int value = 1;
+  ASSERT_TRUE(ring.try_push(value));
+  EXPECT_FALSE(ring.closed());
+  ring.close();
+  EXPECT_TRUE(ring.closed());
+  EXPECT_FALSE(ring.finished());  // closed, not drained
+  EXPECT_TRUE(ring.has_element());
+}
+
+using SpscRingDeathTest = SpscRingTest;
+
+TEST_F(SpscRingDeathTest, ZeroCapacityIsAContractViolation) {
+  EXPECT_DEATH(SpscRing<int> lane(0), "capacity must be at least 1");
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // The tick rate behind detail/ticks.hpp.
-#include "conveyor/framework/detail/ticks.hpp"
+#include "conveyor/sync/detail/ticks.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
 
-namespace conveyor::detail {
+namespace conveyor::sync::detail {
 
 bool detect_invariant_tsc() noexcept {
 #if defined(__x86_64__)
@@ -37,4 +37,4 @@ double seconds_per_tick() noexcept {
   return rate;
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::sync::detail

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace conveyor::detail {
+namespace conveyor::sync::detail {
 
 // Whether the CPU has an invariant TSC.
 bool detect_invariant_tsc() noexcept;
@@ -47,4 +47,4 @@ std::uint64_t to_ticks(std::chrono::duration<Rep, Period> duration) noexcept {
   return seconds_to_ticks(std::chrono::duration<double>(duration).count());
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor::sync::detail

@@ -1,0 +1,236 @@
+// SpscRing<T>: a non-blocking ring of `capacity` elements between one producer and one consumer,
+// with an end mark. The one ring of the library: BoundedQueue and the framework's channels stand
+// on it. With capacity 1 it is the seed-002 mailbox: one slot, empty or full, and done.
+// It never waits; a side that finds it full or empty sleeps on its own Doorbell (doorbell.hpp),
+// which the other side rings. docs/design/hand-over.md explains the whole hand-over.
+//
+// Contract:
+// - Producer (one thread at a time): `try_push`, `try_emplace`, `try_push_bulk`, `free_slots`,
+//   `close`. Consumer (one thread at a time): `try_pop`, `try_pop_into`, `try_pop_bulk`,
+//   `discard`, `has_element`, `finished`, `free_after_pop`. Any thread: `size_approx`,
+//   `capacity`, `closed`.
+// - A push moves from (or uses) its arguments only when it succeeds; a throwing construction
+//   leaves the ring as it was. `close` is the done sentinel, after the producer's last push; the
+//   consumer sees `finished` once the ring is closed and drained.
+// - T must be nothrow move constructible and destructible; the destructor destroys what is left.
+//
+// Memory ordering: the producer constructs elements, then publishes `tail_` (release); the
+// consumer's acquire of `tail_` pairs with it. The consumer moves elements out and destroys them,
+// then publishes `head_` (release); the producer's acquire of `head_` pairs with it before a slot
+// is reused. `close` stores `closed_` (release) after the last `tail_` store; `finished` loads it
+// (acquire), then re-reads `tail_`. Each side caches the other's index and re-reads it only when
+// the cache says full or empty. The indices are also the data of the Doorbell's pairings.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/ring_slot.hpp"
+
+namespace conveyor::sync {
+
+template <class T>
+class SpscRing {
+  static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>,
+                "SpscRing<T>: T must be nothrow move constructible and destructible");
+
+ public:
+  explicit SpscRing(std::size_t capacity)
+      : capacity_(capacity), slots_(std::make_unique<detail::RingSlot<T>[]>(capacity)) {
+    CONVEYOR_CONTRACT(capacity >= 1, "SpscRing: the capacity must be at least 1");
+  }
+
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  ~SpscRing() {
+    const std::uint64_t end = tail_.load(std::memory_order_acquire);
+    for (std::uint64_t position = head_.load(std::memory_order_acquire); position != end;
+         ++position) {
+      slots_[position % capacity_].destroy();
+    }
+  }
+
+  // --- producer ---
+
+  [[nodiscard]] bool try_push(T& element) noexcept { return try_emplace(std::move(element)); }
+
+  // try_push of an element constructed in its slot from `args`.
+  template <class... Args>
+  [[nodiscard]] bool try_emplace(Args&&... args) {
+    if (free_slots() == 0) return false;
+    slots_[producer_slot_].construct(std::forward<Args>(args)...);
+    producer_slot_ = next_slot(producer_slot_);
+    ++producer_tail_;
+    // Release: the element, for the consumer's acquire of tail_.
+    tail_.store(producer_tail_, std::memory_order_release);
+    return true;
+  }
+
+  // Moves elements from [first, last) into the free slots and publishes them together; advances
+  // `first` past what went in, and returns how many did.
+  template <class InputIt>
+  std::size_t try_push_bulk(InputIt& first, InputIt last) {
+    static_assert(std::is_nothrow_constructible_v<T, decltype(std::move(*first))>,
+                  "SpscRing::try_push_bulk: T must be nothrow constructible from the elements");
+    // The freshest view of the consumer's progress, so that the bulk is as large as it can be.
+    cached_head_ = head_.load(std::memory_order_acquire);
+    const std::uint64_t room = capacity_ - (producer_tail_ - cached_head_);
+    std::uint64_t built = 0;
+    for (; built < room && first != last; ++built, ++first) {
+      slots_[producer_slot_].construct(std::move(*first));
+      producer_slot_ = next_slot(producer_slot_);
+    }
+    if (built > 0) {
+      producer_tail_ += built;
+      // Release: the elements, for the consumer's acquire of tail_.
+      tail_.store(producer_tail_, std::memory_order_release);
+    }
+    return static_cast<std::size_t>(built);
+  }
+
+  // Free slots as the producer sees them; re-reads the consumer's index only when the cached one
+  // says full.
+  [[nodiscard]] std::size_t free_slots() noexcept {
+    std::uint64_t used = producer_tail_ - cached_head_;
+    if (used == capacity_) {
+      // Acquire pairs with the consumer's release of head_: the freed slots' elements are gone.
+      cached_head_ = head_.load(std::memory_order_acquire);
+      used = producer_tail_ - cached_head_;
+    }
+    return static_cast<std::size_t>(capacity_ - used);
+  }
+
+  void close() noexcept {
+    // Release: every tail_ store before it, for the consumer's acquire in finished().
+    closed_.store(true, std::memory_order_release);
+  }
+
+  // --- consumer ---
+
+  [[nodiscard]] std::optional<T> try_pop() noexcept {
+    std::optional<T> element;
+    (void)try_pop_into(element);
+    return element;
+  }
+
+  // try_pop into `out`, which must be empty: the element moves straight from its slot.
+  [[nodiscard]] bool try_pop_into(std::optional<T>& out) noexcept {
+    if (!has_element()) return false;
+    out.emplace(std::move(slots_[consumer_slot_].get()));
+    slots_[consumer_slot_].destroy();
+    consumer_slot_ = next_slot(consumer_slot_);
+    release_slots(1);
+    return true;
+  }
+
+  // Moves up to `max` elements to `out`, and returns how many. The slots taken are handed back
+  // even if writing to `out` throws (the element being written is then lost).
+  template <class OutputIt>
+  std::size_t try_pop_bulk(OutputIt& out, std::size_t max) {
+    if (cached_tail_ - consumer_head_ < max) {
+      // Acquire pairs with the producer's release of tail_: take everything that is there.
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+    }
+    const std::uint64_t count = std::min<std::uint64_t>(cached_tail_ - consumer_head_, max);
+    struct Release {
+      SpscRing& ring;
+      std::uint64_t taken = 0;
+      ~Release() {
+        if (taken > 0) ring.release_slots(taken);
+      }
+    } release{*this};
+    for (std::uint64_t i = 0; i < count; ++i) {
+      T element = slots_[consumer_slot_].take();
+      consumer_slot_ = next_slot(consumer_slot_);
+      ++release.taken;
+      *out = std::move(element);
+      ++out;
+    }
+    return static_cast<std::size_t>(count);
+  }
+
+  // Destroys every element published so far, and returns how many.
+  std::size_t discard() noexcept {
+    // Acquire pairs with the producer's release of tail_: the elements are complete.
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    const std::uint64_t count = cached_tail_ - consumer_head_;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      slots_[consumer_slot_].destroy();
+      consumer_slot_ = next_slot(consumer_slot_);
+    }
+    if (count > 0) release_slots(count);
+    return static_cast<std::size_t>(count);
+  }
+
+  // Whether an element is waiting, without taking it.
+  [[nodiscard]] bool has_element() noexcept {
+    if (consumer_head_ != cached_tail_) return true;
+    // Acquire pairs with the producer's release of tail_: the element is constructed.
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    return consumer_head_ != cached_tail_;
+  }
+
+  // True once the producer has closed the ring and every element has been popped.
+  [[nodiscard]] bool finished() noexcept {
+    if (!closed_.load(std::memory_order_acquire)) return false;
+    cached_tail_ = tail_.load(std::memory_order_acquire);
+    return consumer_head_ == cached_tail_;
+  }
+
+  // Free slots after the consumer's own pops, for deciding whether to wake a sleeping producer.
+  [[nodiscard]] std::size_t free_after_pop() const noexcept {
+    // Relaxed: only the count matters, and the producer re-checks with acquire.
+    return static_cast<std::size_t>(capacity_ -
+                                    (tail_.load(std::memory_order_relaxed) - consumer_head_));
+  }
+
+  // --- anyone ---
+
+  [[nodiscard]] std::size_t size_approx() const noexcept {
+    // Relaxed: a snapshot for metrics. Head first, so that the difference cannot go negative.
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);
+    const std::uint64_t tail = tail_.load(std::memory_order_relaxed);
+    return static_cast<std::size_t>(std::min<std::uint64_t>(tail - head, capacity_));
+  }
+
+  // Whether `close` has been called (a snapshot).
+  [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  std::size_t next_slot(std::size_t slot) const noexcept {
+    return slot + 1 == capacity_ ? 0 : slot + 1;
+  }
+
+  void release_slots(std::uint64_t count) noexcept {
+    consumer_head_ += count;
+    // Release: the slots are empty again, for the producer's acquire of head_.
+    head_.store(consumer_head_, std::memory_order_release);
+  }
+
+  const std::size_t capacity_;
+  const std::unique_ptr<detail::RingSlot<T>[]> slots_;
+
+  alignas(64) std::atomic<std::uint64_t> tail_{0};
+  std::atomic<bool> closed_{false};
+  alignas(64) std::atomic<std::uint64_t> head_{0};
+
+  alignas(64) std::uint64_t producer_tail_ = 0;
+  std::uint64_t cached_head_ = 0;
+  std::size_t producer_slot_ = 0;
+
+  alignas(64) std::uint64_t consumer_head_ = 0;
+  std::uint64_t cached_tail_ = 0;
+  std::size_t consumer_slot_ = 0;
+};
+
+}  // namespace conveyor::sync
