@@ -2,66 +2,26 @@
 // instead of blocking the worker thread.
 //
 // Contract:
-// - Any thread or task may call any member, concurrently. Not copyable, not movable: queued
-//   waiters point at it. It must outlive every call on it, and nobody may wait on it when it is
-//   destroyed (checked in debug builds).
-// - The count may go below zero: -count is then the number of callers that wait (or are about
-//   to) and have not yet been promised a token. `available()` reports max(count, 0) as a snapshot.
+// - Any thread or task may call any member, concurrently. Not copyable, not movable. It must
+//   outlive every call on it; nobody may wait on it when it is destroyed (checked in debug builds).
 // - `acquire` takes one token, waiting as long as it takes. `try_acquire` never waits.
-//   `try_acquire_for` waits at most about `timeout` (steady clock) and returns whether it took a
-//   token; a waiter that times out leaves the queue and gives back its place in the count.
-// - `release(n)` adds n tokens and hands them to at most n waiters, the first waiter first (FIFO).
-//   An arrival never overtakes a waiter: a token released while somebody waits is promised to the
-//   waiters at once, so `try_acquire` cannot take it.
-// - Negative `initial`, negative `n`, or a release that would take the count past `max_count` is a
-//   contract violation: it is reported on stderr and the process aborts.
+//   `try_acquire_for` waits at most about `timeout` (steady clock, suspended tasks too); true if
+//   it took a token. A caller that times out leaves the queue and gives back its place.
+// - `release(n)` hands n tokens to at most n waiters, first waiter first. A token released while
+//   somebody waits is promised to the waiters at once: `try_acquire` never overtakes a waiter.
+// - `available()` is max(count, 0), a snapshot. A negative `initial` or `n`, or a release past
+//   `max_count`, is a contract violation: it is reported on stderr and the process aborts.
+// - How a caller waits: in a running oneTBB task (arena slot, `tbb::task::current_context()` not
+//   null) the task suspends, its thread runs other tasks, and it may resume on another thread; so
+//   it may wait for tasks queued behind it. Elsewhere (plain threads, the outermost body of
+//   `task_arena::execute`) the thread blocks on a futex; there, in a one-slot arena, a wait for
+//   that arena's tasks never ends. Without oneTBB's resumable tasks every wait blocks.
 //
-// How a caller waits:
-// - Inside a running oneTBB task (this thread has an arena slot and
-//   `tbb::task::current_context()` is not null), the task is suspended with `tbb::task::suspend`
-//   and the worker runs other tasks meanwhile; the release (or the timeout) resumes it, possibly
-//   on another thread of the arena. So a task may wait on progress of tasks queued behind it, even
-//   in an arena with fewer threads than waiting tasks.
-// - Everywhere else the calling thread blocks on a futex word in its own waiter node (no busy
-//   wait). That covers plain threads and the outermost level of an external thread: the body of
-//   `task_arena::execute`, or code around `task_group::wait`, outside any task. oneTBB 2021.8 can
-//   suspend there too, but only through its "recall" of the external thread's original stack,
-//   which resumes the waiter on that one thread anyway; blocking keeps the external thread out of
-//   that machinery and costs nothing that suspension would have saved. Do not hold a blocking
-//   CooperativeSemaphore in the outermost body of `task_arena::execute` of a one-slot arena while
-//   waiting for tasks of that arena: there is nobody to run them.
-// - Suspension needs oneTBB's resumable tasks (Linux with glibc); without them every wait blocks.
-//
-// Timeouts: a blocked thread sleeps on its futex with a deadline. A suspended task has nobody to
-// resume it on time, so a process-wide timer thread (started by the first timed wait of a task,
-// joined at exit) resumes timed-out tasks. Whether a waiter got a token or timed out is decided by
-// one compare-exchange on its node's state (waiting -> granted or waiting -> cancelled).
-//
-// Progress: FIFO among waiters. The uncontended paths (`try_acquire`, `acquire` or `release` with
-// nobody waiting) are one atomic read-modify-write each. The waiting paths take a short mutex
-// that guards the queue; nobody suspends or sleeps while holding it.
-//
-// Changes from the ConcRT cooperative semaphore this is modelled on:
-// - A release that finds the queue empty (its waiter has decremented the count but not yet queued
-//   itself) does not spin until the waiter shows up: it leaves a pending grant under the queue's
-//   mutex, and the waiter takes it instead of queueing. No busy wait, whoever is descheduled.
-// - `release(n)` with n > 1, `try_acquire`, and `try_acquire_for` with a real timeout, also for a
-//   suspended task; the seed's queue of raw contexts cannot remove a waiter that gives up.
-// - A blocking fallback for callers that are not in a task, instead of undefined behaviour.
-// - The queue is intrusive (nodes live on the waiters' stacks): no allocation per wait.
-//
-// Memory ordering:
-// - Tokens: `release` adds to `count_` with a release fetch_add. A caller that takes a token from
-//   the count (the fetch_sub in `acquire`, the compare-exchange in `try_acquire`) does so with
-//   acquire order and synchronises with every release before it (read-modify-writes continue the
-//   release sequence).
-// - Hand-off to a waiter: the releaser resolves the waiter's node state to `granted` with a release
-//   compare-exchange (under the mutex); the waiter reads its state with an acquire load after it
-//   wakes or is resumed. That pairing, not oneTBB's own (uninstrumented) synchronisation, is what
-//   makes the releaser's earlier writes visible to the resumed task, and what TSan sees.
-// - Pending grants, the queue and the timer's table are guarded by mutexes.
-// - A timed-out waiter reads `count_` with acquire order under the mutex to decide whether a
-//   release has already promised it a token; see resolve_timeout in the .cpp.
+// Memory ordering: taking a token (acquire fetch_sub in `acquire`, acquire compare-exchange in
+// `try_acquire`, a timed-out waiter's acquire load under the mutex) pairs with every earlier
+// release fetch_add on `count_`. A grant's release compare-exchange of a waiter's node state pairs
+// with the waiter's acquire load once it wakes or resumes. Mutexes guard queue, grants and timer.
+// Design notes: docs/design/sync-primitives.md#cooperativesemaphore.
 #pragma once
 
 #include <algorithm>

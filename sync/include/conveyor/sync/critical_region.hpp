@@ -8,28 +8,19 @@
 //   the action starts) and returns what the action returns (references are returned as such).
 // - `enter(action)`: `enter_when` with a predicate that always holds.
 // - A thread whose predicate does not hold does NOT hold the region while it waits, so other
-//   threads can enter and change the state. That is why the deadlock of the paper's first
-//   attempt (a waiter holding the critical section that the signaller needs) cannot happen.
+//   threads can enter and change the state.
 // - The predicate is re-evaluated each time another thread leaves the region; it should be cheap
 //   and free of side effects. It must not wait, and neither predicate nor action may enter the
 //   same region again (that is a self-deadlock).
 // - If the predicate or the action throws, the region is left (and waiters re-check) before the
 //   exception propagates.
+// - No fairness among waiters whose predicates hold at once: a protocol on top brings its own.
 //
-// Progress: a waiter is re-checked after every exit, but there is no fairness among waiters whose
-// predicates hold at the same time; a protocol built on it (like a group lock) must bring its own.
-//
-// Cost: entering is one uncontended Semaphore acquire; leaving is a release plus, when someone
-// waits for a predicate, one futex wake of all such waiters.
-//
-// Memory ordering:
-// - `region_` is a Semaphore used as a mutex: its acquire pairs with the previous holder's release,
-//   so every action sees the state as the previous one left it.
-// - Lost wake-ups are excluded without a store-load pairing: a waiter reads `exits_` while it
-//   still holds the region, and every exit increments `exits_` before it releases the region. So
-//   either the waiter read the incremented value (no such exit is pending) or the kernel sees the
-//   changed word and returns at once. `predicate_waiters_` is changed under the region too, so the
-//   exiting thread's relaxed read of it is ordered by the region.
+// Memory ordering: `region_` is a Semaphore used as a mutex; its acquire pairs with the previous
+// holder's release, so every action sees the state as the previous one left it. A waiter reads
+// `exits_` while holding the region, and every exit increments `exits_` before releasing it, so no
+// wake-up is lost. `predicate_waiters_` changes only under the region, which orders its reads.
+// Design notes: docs/design/sync-primitives.md#criticalregion.
 #pragma once
 
 #include <atomic>

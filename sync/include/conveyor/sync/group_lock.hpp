@@ -1,65 +1,27 @@
-// GroupLock: n groups of threads; any number of threads of ONE group may hold it at once (each
-// group optionally capped at m holders), never two groups together. The generalisation of a
-// reader/writer lock in which every group may share.
+// GroupLock: any number of threads of ONE of n groups may hold it at once, never two groups.
 //
-// Contract:
-// - Any thread may call any member, concurrently. Not copyable, not movable: waiters sleep on
-//   futex words that the lock links to.
-// - `group` is in [0, groups()); anything else is a contract violation, always checked.
-// - `lock(g)` returns once the calling thread holds the lock for group g. Not recursive: a holder
-//   that locks again may wait for itself.
-// - `try_lock(g)` never waits: it enters only when the lock is free, or held by g below g's cap,
-//   and nobody waits. `try_lock_for(g, timeout)` waits at most about `timeout` (steady clock).
-// - `unlock(g)` must be called by a thread that holds the lock for g. Unlocking with a group that
-//   does not hold the lock, or a lock that nobody holds, is a contract violation, checked when
-//   NDEBUG is not defined (a thread that unlocks on behalf of another holder of the same group is
-//   not detected: the lock counts holders, it does not know them).
-// - Destroying the lock while a thread holds it or waits for it is a contract violation (debug).
+// Contract: any thread may call any member, concurrently. Not copyable, not movable. A `group`
+// outside [0, groups()) is a contract violation, always checked.
+// - `lock(g)` returns holding the lock for g; not recursive (a holder may wait for itself).
+//   `try_lock(g)` never waits: it enters only if the lock is free, or held by g below g's cap, and
+//   nobody waits. `try_lock_for(g, timeout)` waits at most about `timeout` (steady clock).
+// - `unlock(g)` only by a holder of g. Unlocking with a group that does not hold it, unlocking a
+//   free lock, or destroying a lock that is held or waited for is a contract violation, checked
+//   without NDEBUG (holders are counted, not known: unlocking for another holder of g goes unseen).
+// - Guarantees: mutual exclusion between groups; at most caps[g] holders of g; while nobody waits,
+//   an arrival of the holding group enters at once; once another group waits, the lock passes
+//   round robin and all of a group's waiters (up to its cap) enter together, so a waiter enters
+//   after at most groups()-1 other phases; `unlock` never waits for another group.
+// - Policies: once another group waits, `throughput` (default) still admits the holding group
+//   until that waiter has waited `max_wait` or seen `max_entries_while_waiting` entries; `fair`
+//   admits nobody new. Capped waiters of the holding group enter as holders leave, by those rules.
 //
-// Guarantees:
-// - Mutual exclusion between groups; never more than caps[g] holders of group g.
-// - Concurrent entering: while nobody waits, an arrival of the holding group enters at once.
-// - Starvation freedom under both policies. Once another group waits, the holding group admits
-//   newcomers only within the policy's bound; when its last holder leaves, the lock passes to the
-//   next waiting group in round-robin order after the holder, and all of that group's waiters
-//   (up to its cap) enter together. So a waiter enters after at most groups()-1 other phases,
-//   each of which ends once the holders inside at the bound leave.
-// - Bounded exit: `unlock` never waits for another group; it takes the short internal guard only
-//   while some thread waits.
-//
-// Policies (GroupLockPolicy):
-// - throughput (the default): newcomers of the holding group keep entering (the paper's "aces")
-//   until a waiter of another group has waited `max_wait` or seen `max_entries_while_waiting`
-//   entries, whichever comes first. The default because concurrent entering is the point of a
-//   group lock: in the paper's LockTest it cuts the wait tenfold against a mutex, and a fair
-//   hand-over at the first foreign waiter gives most of that back under bursty arrivals. The
-//   bounds keep the cost to the other group's waiter to about max_wait beyond one hold time.
-// - fair: once another group waits, the holding group admits nobody new; phases alternate.
-//   Choose it when the worst-case wait matters more than throughput.
-// Capped waiters of the holding group enter as holders leave, within the same rules.
-//
-// Cost: with nobody waiting, `lock` is one compare-exchange and `unlock` one fetch_sub on a
-// single 64-bit word, and neither makes a system call. Once a thread waits, entries and exits go
-// through an internal guard (a FIFO ticket lock on a futex, held for a few dozen instructions and
-// never across a wait), and each waiter sleeps on a futex word of its own, queued FIFO in its
-// group: no busy-waiting beyond a short spin. FIFO guard and queues are what make every single
-// waiter (not only every group) starvation-free; the model check showed that unfair ones are not.
-//
-// Memory ordering:
-// - `state_` (see detail/group_lock_state.hpp) is the lock word. An entry is a compare-exchange
-//   with acquire order, an exit a fetch_sub with release order; every change of the word is a
-//   read-modify-write, so the exits of one phase form a release sequence that the first entry of
-//   the next phase (or the hand-over, which loads the word with acquire order) reads from. So
-//   whatever a holder wrote before `unlock` is visible to every later holder of any group.
-// - A hand-over counts the granted waiters into `state_`, then stores 1 (release) into each one's
-//   `granted` word; the waiter's acquire load of `granted` pairs with it, so the waiter sees the
-//   word and, through the acquire load above, the previous holders' writes. A granted waiter then
-//   passes through the guard once, so that its stack node outlives the granting thread's wake.
-// - The contended bit is set with a fetch_or (acq_rel) whose returned value the waiter inspects:
-//   there is no window in which the last holder leaves unseen, because both act on the same word
-//   and the later of the two sees the earlier's effect. No store-load (Dekker) pairing is needed.
-// - The bookkeeping of waiters (`waiting`, phase bounds) is guarded by `guard_` and plain.
-// - Statistics counters are relaxed: they are metrics, read as a snapshot that may lag.
+// Memory ordering: entries (compare-exchange on `state_`, or a hand-over's load; acquire) read from
+// the exits (fetch_sub, release) of the phase before, a release sequence of read-modify-writes:
+// writes before `unlock` are visible to every later holder. A hand-over's release store to a
+// waiter's `granted` pairs with its acquire load. The contended bit is a fetch_or (acq_rel) on the
+// same word, so no Dekker pairing. `guard_` guards waiter bookkeeping; statistics are relaxed.
+// Design notes: docs/design/sync-primitives.md#grouplock.
 #pragma once
 
 #include <algorithm>

@@ -1,57 +1,27 @@
-// Mailbox<T>: a single slot handed between one producer and one consumer (seed 002).
+// Mailbox<T>: a single slot handed between one producer and one consumer (seed 002). It is empty,
+// holds one item, or holds done, the final end-of-stream sentinel.
 //
-// The slot is empty, holds one item, or holds "done", the end-of-stream sentinel. Ownership moves
-// with the state, as the seed reasons: while the slot is empty it belongs to the producer (only the
-// producer changes empty -> item or empty -> done); while it holds an item it belongs to the
-// consumer (only the consumer changes item -> empty). Done is final. The item lives in raw storage
-// next to the state word, so T needs no default constructor, and move-only types work.
-//
-// Contract:
+// Contract: not copyable, not movable. T is nothrow move constructible. The destructor destroys a
+// held item; no thread may be inside a member by then.
 // - Producer role (one thread at a time): `try_put`, `try_put_done`. Consumer role (one thread at
 //   a time): `take`, `try_take`. Any thread: `abort`, `empty`, `done`, `aborted`. Two threads in
-//   the same role at once is a contract violation, checked when NDEBUG is not defined.
-// - `try_put(value)` succeeds only on an empty, not aborted slot; it moves from `value` only then,
-//   and wakes the consumer. `try_put_done()` likewise puts the sentinel.
-// - `take()` waits for the slot to hold something. An item is moved out and returned and the slot
-//   is empty again; done or abort returns nullopt, and so does every later call. `try_take()` never
-//   waits: nullopt also when the slot is empty (`done()` and `aborted()` tell the cases apart).
-// - When the consumer empties the slot it releases the optional `on_emptied` semaphore, so that
-//   the producer (e.g. MailboxSet's free-slot count) can sleep until a slot is free instead of
-//   polling. That semaphore must outlive the mailbox.
-// - `abort()` is final and idempotent: put and take fail from then on, a blocked `take` returns
-//   nullopt, and a held item is destroyed at once. An abort that races with a put or a take lets
-//   that call complete first: a put that wins the race still returns true (its item is then
-//   destroyed), a take that wins returns its item.
-// - T must be nothrow move constructible (a hand-off that fails halfway has no state to fall back
-//   to). The destructor destroys a held item; no thread may be inside a member by then.
-// - Not copyable, not movable: the consumer sleeps on a semaphore inside the object.
+//   one role at once is a contract violation, checked without NDEBUG.
+// - `try_put(value)` succeeds only on an empty, not aborted slot, moves from `value` only then, and
+//   wakes the consumer. `try_put_done()` likewise puts the sentinel.
+// - `take()` waits for the slot to hold something: an item is moved out and the slot is empty
+//   again; done or abort gives nullopt, now and on every later call. `try_take()` never waits:
+//   nullopt also when empty (`done()` and `aborted()` tell). Emptying the slot releases the
+//   optional `on_emptied` semaphore, which must outlive the mailbox.
+// - `abort()` is final and idempotent: puts and takes fail from then on, a blocked `take` returns
+//   nullopt, a held item is destroyed at once. A put or take that wins a race with it completes
+//   first (a put still returns true, and its item is destroyed; a take returns its item).
 //
-// Progress: try_put, try_put_done, try_take and abort are wait-free (a bounded number of atomic
-// operations, plus a semaphore release). take never busy-waits: it sleeps on the consumer's own
-// semaphore after the semaphore's short adaptive spin.
-//
-// Cost: a put is one load and one read-modify-write on the state word plus a semaphore release
-// (no system call unless the consumer sleeps); a take is one load and two read-modify-writes on
-// the state word, a look at its own semaphore, and the `on_emptied` release. The consumer claims
-// the item (item -> taking) before it moves it out, so that an abort from a third thread can tell
-// whether the item is still in the slot to be destroyed.
-//
-// Memory ordering (in the seed's terms):
-// - "acquire null": the producer's load of the state (acquire) pairs with the consumer's "release
-//   null" (the fetch_and that empties the slot, release): the consumer has finished moving out and
-//   destroying the previous item before the producer constructs the next one in the same storage.
-// - "release nonnull": the producer's fetch_or of `item` (release) pairs with the consumer's
-//   "acquire nonnull" (the compare-exchange item -> taking, acquire), so the constructed item is
-//   visible to the consumer. "release done" (fetch_or of `done`) pairs with the consumer's load of
-//   the state (acquire), so whatever the producer wrote before the sentinel is visible after it.
-// - abort's fetch_or of the aborted bit is acq_rel: its acquire half pairs with "release nonnull",
-//   so that an aborter which finds an item may destroy it; its release half pairs with the acquire
-//   loads of the other side, which from then on leave the storage alone.
-// - The consumer's semaphore only puts it to sleep and wakes it; the state word carries the data.
-//   Every change that the consumer waits for is made before the semaphore is released, and the
-//   consumer re-reads the state after every wake-up, so a wake-up is never lost and a stale token
-//   only costs one extra look at the state. The `on_emptied` release comes after "release null"
-//   and its acquire (by the producer) therefore also orders the emptied slot before the next put.
+// Memory ordering (seed's terms): "acquire null" (producer's load) pairs with "release null" (the
+// consumer's fetch_and that empties the slot); "release nonnull" (fetch_or of the item) with
+// "acquire nonnull" (compare-exchange item -> taking); "release done" with the consumer's acquire
+// load. abort's acq_rel fetch_or acquires a published item and releases to both sides. Semaphores
+// only wake (the state is re-read after each wake); `on_emptied` is released after "release null".
+// Design notes: docs/design/sync-primitives.md#mailbox.
 #pragma once
 
 #include <atomic>

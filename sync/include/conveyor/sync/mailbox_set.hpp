@@ -1,48 +1,27 @@
-// MailboxSet<T>: one producer dispatching to K consumers, one Mailbox each (seed 002).
+// MailboxSet<T>: one producer dispatching round-robin to K consumers, one Mailbox each (seed 002).
 //
-// Phase 1, `put`: the producer keeps a finger on the current mailbox and fills the next empty one,
-// round-robin, waking that consumer. Phase 2, `close`: it stuffs every mailbox with done. Where the
-// seed's producer spins over full slots, this one sleeps on a free-slot semaphore that each
-// consumer releases when it empties its slot, as the seed's closing note proposes.
-//
-// Contract:
-// - K = `size()` >= 1, fixed at construction (K == 0 is a contract violation).
+// Contract: K = `size()` >= 1, fixed at construction (K == 0 is a contract violation).
 // - Producer role (one thread at a time): `put`, `close`. Consumer i (one thread at a time per i):
-//   `take(i)`, `try_take(i)`. Any thread: `abort`, `aborted`, `finished(i)`, `size`.
-//   A consumer index i >= K is a contract violation.
+//   `take(i)`, `try_take(i)`. Any thread: `abort`, `aborted`, `finished(i)`, `size`. A consumer
+//   index i >= K is a contract violation.
 // - `put(value)` waits until some slot is empty, then fills the first empty slot at or after the
-//   finger and moves the finger past it, so that with no consumer taking, K puts land in slots
-//   0, 1, ..., K-1. Returns true once the item is in a slot (an abort that follows may still drop
-//   it), false once aborted (the item is then dropped).
-// - `close()` puts done into every mailbox. A slot that still holds an item must be emptied by its
-//   consumer first, so close waits for that too. Returns true once every consumer has its done,
-//   false if aborted first. After close, `put` and `close` are contract violations.
+//   finger and moves the finger past it (with no consumer taking, K puts land in slots 0..K-1).
+//   True once the item is in a slot (a later abort may still drop it); false once aborted.
+// - `close()` puts done into every mailbox, waiting for a slot that holds an item to be emptied
+//   first. True once every consumer has its done; false if aborted first. After close, `put` and
+//   `close` are contract violations.
 // - `take(i)` waits for consumer i's next item; nullopt once its done arrives or after abort.
 //   `try_take(i)` never waits: nullopt also while the slot is empty (`finished(i)` tells).
 // - `abort()` is final and idempotent: it wakes the producer (put and close return false) and
 //   every consumer (take returns nullopt) at once, and destroys every item still in a slot.
-// - The destructor destroys the items still held; no thread may be inside a member by then.
+// - Nobody busy-waits. The destructor destroys the items held; no thread may be inside a member.
 //
-// The free-slot count: the number of empty slots that the producer has not yet claimed, plus one
-// token that abort adds to wake the producer. The producer claims a slot by taking a token before
-// it looks for one, so after taking a token it always finds an empty slot within K steps (unless
-// aborted): it never waits on a slot that it has not been promised. A consumer returns a token each
-// time it empties its slot. Done-stuffed slots never become empty again, so once close has stuffed
-// all K the count is zero for good. The count therefore stays within [0, K + 1].
-//
-// Progress: put and close sleep on the free-slot semaphore and take on the consumer's own; nobody
-// busy-waits (beyond each semaphore's short adaptive spin). The scan for an empty slot after a
-// claim is bounded by K.
-//
-// Memory ordering (in the seed's terms; the per-slot pairs are those of Mailbox<T>):
-// - "acquire null" / "release null": the producer reads a slot's state with acquire and finds it
-//   empty only after its consumer's release null; the consumer's release of the free-slot
-//   semaphore follows that release null, and the producer's acquire of the semaphore pairs with
-//   it, so a token always comes with a slot the producer sees as empty.
-// - "release nonnull" / "acquire nonnull" and "release done" / "acquire done": per mailbox.
-// - `aborted_` is set by an exchange (acq_rel) before any mailbox is aborted and before the
-//   producer's wake-up token is released; the producer reads it (acquire) after taking a token, so
-//   a token that abort released is always seen together with the flag.
+// Memory ordering (seed's terms; per slot, those of Mailbox<T>): a consumer releases the free-slot
+// semaphore after its "release null", and the producer's acquire of it pairs with that, so a token
+// always comes with a slot the producer sees empty. `aborted_` is set by an acq_rel exchange before
+// any mailbox is aborted and before the producer's wake-up token is released; the producer reads
+// it (acquire) after taking a token, so a token that abort released is always seen with the flag.
+// Design notes: docs/design/sync-primitives.md#mailboxset.
 #pragma once
 
 #include <atomic>

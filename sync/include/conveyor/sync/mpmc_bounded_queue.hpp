@@ -1,63 +1,27 @@
-// MpmcBoundedQueue<T>: a ring of exactly `capacity` elements for any number of producers and
-// consumers, with blocking, non-blocking and bulk forms, and an end of stream.
+// MpmcBoundedQueue<T>: a ring of exactly `capacity` elements for many producers and consumers.
 //
-// Contract:
-// - Any thread may call any member, concurrently. Not copyable, not movable: sleepers wait on the
-//   addresses of members.
-// - `capacity >= 1`, or the constructor reports a contract violation. At most `capacity` elements
-//   are held at any time.
-// - T must be nothrow move constructible and nothrow destructible; it needs neither a default
-//   constructor nor assignment. The destructor destroys whatever is still queued; no calls may be
-//   in progress when it runs.
-// - push blocks while the ring is full and returns false, dropping its value, once the queue is
-//   closed or aborted. try_push never blocks and moves from its argument only when it returns true.
-//   push_bulk returns how many items went in (those, and only those, were moved from).
-// - pop blocks while the ring is empty. After close() every consumer keeps getting the items left
-//   until they are gone, and then every consumer gets nullopt. After abort() pop returns nullopt at
-//   once. try_pop never blocks. pop_bulk (max >= 1) blocks until it has at least one item or the
-//   end, and returns 0 only at the end. Items come out in the order their pushes claimed slots;
-//   with several consumers, the order in which they return is up to the scheduler.
-// - close() is linearisable: a push that returned true claimed its slot before it, and its item
-//   will be popped (unless the queue is aborted); a push that starts after it fails.
-// - abort() wakes every blocked producer and consumer at once. Pending items are destroyed by the
-//   next consumer call, or by the destructor (an item whose push was still writing it when the
-//   consumer looked is left for the destructor).
+// Contract: any thread may call any member, concurrently. Not copyable, not movable.
+// - `capacity >= 1` (else a contract violation); at most `capacity` elements are held at a time.
+//   T is nothrow move constructible and destructible; no default constructor or assignment needed.
+//   The destructor destroys what is still queued; no call may be in progress then.
+// - push blocks while full, and returns false (dropping its value) once closed or aborted.
+//   try_push never blocks and moves only when true. push_bulk returns how many went in (only
+//   those were moved from).
+// - pop blocks while empty. After close() consumers drain what is left, then all get nullopt;
+//   after abort(), nullopt at once. try_pop never blocks. pop_bulk (max >= 1) waits for an item or
+//   the end; 0 only at the end. Items leave in the order their pushes claimed slots (with several
+//   consumers, the order in which the pops return is up to the scheduler).
+// - close() is linearisable: a push that returned true precedes it and its item will be popped
+//   (unless aborted); a push that starts after it fails. abort() wakes every blocked caller at
+//   once; pending items are destroyed by the next consumer call, or by the destructor.
 //
-// Progress and cost: the ring is an array of cells, each with a sequence number that says whose
-// turn it is: the producer of position p may fill cell p % capacity when its sequence is 2p, the
-// consumer of position p may empty it when its sequence is 2p + 1, and emptying sets it to
-// 2(p + capacity). A push or pop that finds room or an item costs a compare-exchange on the shared
-// position, a seq_cst store of the cell's sequence, and a load of a rarely written waiter count.
-// No semaphore is touched unless a thread sleeps. A thread that finds the ring full or empty spins
-// briefly, then counts itself as a waiter and blocks on a Semaphore (free slots for producers,
-// items for consumers). After close(), consumers never sleep: if a push that claimed its slot
-// before the close is still writing it, they yield until it is done. The bulk forms claim a run of
-// cells with one compare-exchange and wake at most as many waiters as they moved items.
-//
-// Memory ordering:
-// - Elements: a producer constructs the element, then stores the cell's sequence (seq_cst, so also
-//   a release); a consumer's acquire load of the sequence pairs with it. The consumer moves the
-//   element out and destroys it, then stores the next sequence (seq_cst); the producer's acquire
-//   load of the sequence pairs with that before it reuses the cell. The compare-exchanges on the
-//   positions only arbitrate between threads of one side and are relaxed: a cell seen ready stays
-//   ready until the position that owns it is claimed.
-// - End of stream: close() sets the closed bit in `enqueue_` with a seq_cst fetch_or. Claims
-//   expect the bit clear, so no slot is claimed after it; a consumer that reads the bit (acquire,
-//   pairing with the fetch_or) and finds the dequeue position equal to the final enqueue position
-//   knows every item has been claimed. abort() stores `aborted_` (seq_cst) before it closes.
-// - Sleeping without a lost wake-up is a store-load (Dekker) pairing, so those operations are
-//   seq_cst. A consumer increments `consumers_waiting_` and then loads the dequeue position, the
-//   sequence of its cell and `enqueue_`; a producer stores the sequence (close() sets the bit) and
-//   then loads `consumers_waiting_`. In the single total order one of the two sees the other:
-//   either the consumer sees the item or the end and does not sleep, or the waker sees the waiter,
-//   takes it off the count with a compare-exchange and releases one token. Producers and free
-//   slots are symmetric. The bulk forms store the sequences of a run in reverse, the first cell
-//   last with seq_cst: a thread only ever waits on the first cell of a run, and its acquire of
-//   that store makes the rest of the run visible too.
-// - A waiter that announced itself and then found it need not sleep takes itself off the count
-//   with a compare-exchange; if the count is already zero, a waker took it off and released a token
-//   for it, and it acquires that token. So tokens never outnumber sleepers for long and the
-//   semaphores are empty whenever no thread waits.
+// Memory ordering: a cell's sequence store after its element is constructed, or emptied (seq_cst,
+// so release), pairs with the other side's acquire load of it; the position compare-exchanges are
+// relaxed. Bulk forms store a run's sequences in reverse, the first cell last: its acquire covers
+// the run. close()'s seq_cst fetch_or of the closed bit pairs with the acquire loads of `enqueue_`;
+// abort() stores `aborted_` before it closes. Sleeping is a seq_cst Dekker pairing: a waiter adds
+// itself to its side's waiter count, then re-checks; a waker stores (or closes), then reads it.
+// Design notes: docs/design/sync-primitives.md#mpmcboundedqueue.
 #pragma once
 
 #include <algorithm>

@@ -1,61 +1,27 @@
-// RwLock: a reader/writer lock that meets the SharedMutex requirements, so it works with
-// std::shared_lock, std::unique_lock and std::scoped_lock. Writers are arbitrated by the two-group
-// GroupLock with readers unlimited and writers capped at one (the paper's CRWLock); readers that
-// meet no writer never touch it.
+// RwLock: a reader/writer lock that meets the SharedMutex requirements (std::shared_lock,
+// std::unique_lock, std::scoped_lock). Writers are arbitrated by a two-group GroupLock with
+// writers capped at one; readers that meet no writer never touch it.
 //
-// Contract:
-// - Any thread may call any member, concurrently. Not copyable, not movable.
-// - `lock`/`try_lock`/`unlock` take and give back exclusive (writer) ownership;
-//   `lock_shared`/`try_lock_shared`/`unlock_shared` shared (reader) ownership. Not recursive, no
-//   upgrade: a reader that asks for the write lock, or again for a read lock while a writer waits,
-//   waits for itself.
-// - `unlock_shared` must be called by the thread that called `lock_shared` (the SharedMutex rule;
-//   the reader is counted in a slot chosen by thread).
-// - Unlocking what the calling thread does not hold is a contract violation (checked when NDEBUG
-//   is not defined, as far as the counts can tell: see group_lock.hpp for `unlock`; for
-//   `unlock_shared` the thread's reader slot must hold a reader).
-// - Destroying the lock while a thread holds it or waits for it is a contract violation (debug).
+// Contract: any thread may call any member, concurrently. Not copyable, not movable.
+// - `lock`/`try_lock`/`try_lock_for`/`unlock` take and give back exclusive (writer) ownership, the
+//   `_shared` forms shared (reader) ownership. Not recursive, no upgrade: a reader that asks for
+//   the write lock, or again for a read lock while a writer waits, waits for itself.
+// - `unlock_shared` must run on the thread that called `lock_shared` (readers count per thread).
+// - Unlocking what the calling thread does not hold, or destroying the lock while a thread holds
+//   it or waits for it, is a contract violation, checked without NDEBUG as far as the counts tell.
+// - Neither side starves: once a writer is announced no new reader gets in, and readers that met
+//   a writer get the lock through the GroupLock when it leaves, under the constructor's `policy`.
 //
-// Design: readers are counted in `reader_slot_count` padded slots, one chosen per thread, so that
-// readers on different cores do not bounce one cache line. A writer first takes the GroupLock's
-// writer group (which excludes other writers, and readers that are on the slow path), then
-// announces itself in `writer_state_` and waits until every slot has drained. A reader enters by
-// counting itself in its slot and checking that no writer is announced; if one is, it backs off
-// (uncounts itself), spins a little in case the writer leaves soon, and then takes the slow path:
-// it waits for the GroupLock's reader group, counts itself in its slot while holding that group
-// (so no writer can be announced), and leaves the group at once.
-//
-// Progress: writers do not starve under a steady stream of readers: once a writer is announced,
-// no new reader gets in, so it waits only for the readers already inside. Readers do not starve
-// under a steady stream of writers: those that met a writer queue in the GroupLock, which hands
-// the lock to the reader group when the writer leaves (round robin; see group_lock.hpp). The
-// policy (throughput by default, or GroupLockPolicy::fair) applies to that arbitration between
-// writers and readers on the slow path.
-//
-// Cost: an uncontended lock_shared/unlock_shared pair is one fetch_add and one fetch_sub on the
-// thread's own slot, plus a load of the read-mostly writer word; no system call. A writer pays
-// GroupLock's lock and unlock, a store to the writer word and a scan of all slots.
-// `sizeof(RwLock)` is one cache line per slot plus the GroupLock and counters: 1600 bytes.
-//
-// Memory ordering:
-// - Announcement and entry pair up (a store-load pattern on two words, without a fence): the
-//   writer stores `writer_present` to `writer_state_` and then loads every slot; a reader adds
-//   itself to its slot and then loads `writer_state_`. All four are seq_cst, so in their single
-//   total order either the writer's load sees the reader (and waits for it) or the reader's load
-//   sees the writer (and backs off).
-// - Sleeping and leaving pair up the same way: a writer about to sleep sets `writer_sleeping` and
-//   then loads every slot; a leaving reader subtracts itself and then loads `writer_state_` (all
-//   seq_cst). Either the writer sees the slot drained, or the reader sees the bit and wakes it.
-// - A reader's exit (seq_cst fetch_sub, so also release) pairs with the writer's seq_cst (so also
-//   acquire) load of the slot: what the reader read happens before what the writer writes. Every
-//   change of a slot is a read-modify-write, so the exits form a release sequence.
-// - `unlock` stores 0 to `writer_state_` with release order; a reader's load of it (seq_cst, so
-//   acquire) that reads the 0 sees the writer's writes. Readers on the slow path, and the next
-//   writer, are ordered after the writer by the GroupLock (see group_lock.hpp).
-// - A reader on the slow path counts itself with a relaxed add while it holds the reader group:
-//   the next writer takes the writer group after the reader leaves it (release/acquire through
-//   the GroupLock) and only then loads the slots.
-// - Statistics counters are relaxed: they are metrics, read as a snapshot that may lag.
+// Memory ordering (seq_cst unless noted): a reader adds itself to its slot, then loads
+// `writer_state_`; a writer stores `writer_present` there, then loads every slot: one sees the
+// other, so the writer waits or the reader backs off. Likewise a writer sets `writer_sleeping`,
+// then loads the slots, and a leaving reader subtracts itself, then loads `writer_state_`: the
+// writer sees it gone, or is woken. A reader's exit (fetch_sub; a release sequence per slot) pairs
+// with the writer's slot loads; `unlock`'s release store of 0 with the readers' load of
+// `writer_state_`. The GroupLock orders slow-path readers and the next writer after a writer, and
+// a slow-path reader's relaxed count-in (made holding the reader group) before the next writer's
+// scan. Statistics counters are relaxed.
+// Design notes: docs/design/sync-primitives.md#rwlock.
 #pragma once
 
 #include <algorithm>

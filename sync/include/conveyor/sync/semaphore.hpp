@@ -3,37 +3,24 @@
 // Contract:
 // - Any thread may call any member, concurrently. Not copyable, not movable: waiters sleep on the
 //   address of the count.
-// - The count never goes below zero and never above `max_count`. `release(n)` with n < 0, or a
-//   release that would take the count past `max_count`, is a contract violation: it is reported
+// - The count stays within [0, `max_count`]. A negative initial count, `release(n)` with n < 0, or
+//   a release that would take the count past `max_count` is a contract violation: it is reported
 //   on stderr and the process aborts.
 // - `acquire` takes one token, waiting as long as it takes. `try_acquire` never waits.
-//   `try_acquire_for` waits at most about `timeout` (steady clock) and returns whether it took a
-//   token.
+//   `try_acquire_for` waits at most about `timeout` (steady clock); true if it took a token.
 // - `release(n)` adds n tokens and wakes at most n sleeping waiters (fewer if fewer sleep).
 // - `available()` is a snapshot for diagnostics; it may be stale before the caller reads it.
-//
-// Progress: unfair by design, as in the WaitOnAddress semaphore this is modelled on. A woken
-// waiter competes with threads that arrive meanwhile, and may lose and sleep again. That keeps the
-// hand-off cheap (no token is reserved for a sleeping thread); it is also why a waiter is robust
-// to spurious wakes: it always re-reads the count after a wake.
-//
-// Cost: no system call unless a thread sleeps. `release` reads a waiter count and calls the kernel
-// only when that count is non-zero. A waiter first spins for an adaptive number of rounds, yielding
-// its core now and then, and then sleeps on the futex. The number of rounds follows what recent
-// waits needed, and grows when spinning failed: in a hand-off between two threads, once one side
-// sleeps the other must spin for longer than a wake-up takes, or every later hand-off costs two
-// sleeps (a "sleep cascade", 30x slower on a virtual machine).
+// - Unfair: a woken waiter competes with new arrivals, and may lose and sleep again.
 //
 // Memory ordering:
-// - A successful acquire (the compare-exchange on `count_`, acquire order) synchronises with the
-//   `release` (fetch_add on `count_`, release order or stronger) that added the token it took, so
-//   whatever the releasing thread wrote before `release` is visible after `acquire`.
-// - Lost wake-ups are excluded by a store-load (Dekker) pairing, so those four operations are
-//   seq_cst: a sleeper increments `waiters_` and then reads `count_`; a releaser adds to `count_`
-//   and then reads `waiters_`. In the single total order one of the two reads sees the other's
-//   write: either the sleeper sees the token and does not sleep, or the releaser sees the sleeper
-//   and wakes it. The kernel re-checks `count_ == 0` atomically as it puts the sleeper to sleep.
+// - A successful acquire (compare-exchange on `count_`, acquire) synchronises with the `release`
+//   (fetch_add on `count_`, release or stronger) that added its token: whatever the releaser wrote
+//   before `release` is visible after `acquire`.
+// - No lost wake-up, by a store-load (Dekker) pairing of four seq_cst operations: a sleeper
+//   increments `waiters_`, then reads `count_`; a releaser adds to `count_`, then reads `waiters_`.
+//   One of the two reads sees the other's write. The kernel re-checks `count_ == 0` atomically.
 // - The spin estimate (detail/adaptive_spin.hpp) is a heuristic and is relaxed.
+// Design notes: docs/design/sync-primitives.md#semaphore.
 #pragma once
 
 #include <algorithm>
