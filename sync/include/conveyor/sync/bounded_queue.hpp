@@ -165,8 +165,17 @@ class BoundedQueue {
 
   // Waits until there is room; false once the queue is closed or aborted.
   bool wait_for_space() {
-    auto room = [this] { return ring_.free_slots() > 0; };
     // Relaxed: after close() this is the producer's own store; after abort() see abort().
+    if (closed_.load(std::memory_order_relaxed)) [[unlikely]]
+      return false;
+    if (ring_.free_slots() > 0) [[likely]]
+      return true;
+    return sleep_until_space();
+  }
+
+  // Out of line, so that the push that finds room stays small enough to inline.
+  [[gnu::noinline]] bool sleep_until_space() {
+    auto room = [this] { return ring_.free_slots() > 0; };
     auto closed = [this] { return closed_.load(std::memory_order_relaxed); };
     while (!closed() && !room()) {
       if (producer_spin_.spin([&] { return room() || closed(); })) continue;

@@ -84,10 +84,14 @@ class SpscRing {
     cached_head_ = head_.load(std::memory_order_acquire);
     const std::uint64_t room = capacity_ - (producer_tail_ - cached_head_);
     std::uint64_t built = 0;
+    // A local index: a store of an element could alias the member, which would then be reloaded
+    // and stored on every element.
+    std::size_t slot = producer_slot_;
     for (; built < room && first != last; ++built, ++first) {
-      slots_[producer_slot_].construct(std::move(*first));
-      producer_slot_ = next_slot(producer_slot_);
+      slots_[slot].construct(std::move(*first));
+      slot = next_slot(slot);
     }
+    producer_slot_ = slot;
     if (built > 0) {
       producer_tail_ += built;
       // Release: the elements, for the consumer's acquire of tail_.
@@ -147,10 +151,13 @@ class SpscRing {
         if (taken > 0) ring.release_slots(taken);
       }
     } release{*this};
+    // A local index, as in try_push_bulk; the member follows every element, for a throw.
+    std::size_t slot = consumer_slot_;
     for (std::uint64_t i = 0; i < count; ++i) {
-      T element = slots_[consumer_slot_].take();
-      consumer_slot_ = next_slot(consumer_slot_);
+      T element = slots_[slot].take();
+      slot = next_slot(slot);
       ++release.taken;
+      consumer_slot_ = slot;
       *out = std::move(element);
       ++out;
     }
