@@ -1,5 +1,6 @@
-// Mailbox<T>: a single slot handed between one producer and one consumer (seed 002). It is empty,
-// holds one item, or holds done, the final end-of-stream sentinel.
+// Mailbox<T>: a single slot handed between one producer and one consumer (seed 002): an
+// SpscRing of capacity 1 whose consumer sleeps on its own Doorbell. It is empty, holds one item,
+// or holds done, the final end-of-stream sentinel.
 //
 // Contract: not copyable, not movable. T is nothrow move constructible. The destructor destroys a
 // held item; no thread may be inside a member by then.
@@ -16,27 +17,26 @@
 //   nullopt, a held item is destroyed at once. A put or take that wins a race with it completes
 //   first (a put still returns true, and its item is destroyed; a take returns its item).
 //
-// Memory ordering (seed's terms): "acquire null" (producer's load) pairs with "release null" (the
-// consumer's fetch_and that empties the slot); "release nonnull" (fetch_or of the item) with
-// "acquire nonnull" (compare-exchange item -> taking); "release done" with the consumer's acquire
-// load. abort's acq_rel fetch_or acquires a published item and releases to both sides. Semaphores
-// only wake (the state is re-read after each wake); `on_emptied` is released after "release null".
-// Design notes: docs/design/sync-primitives.md#mailbox.
+// Memory ordering: the ring's release/acquire pairs carry the item. The consumer claims the ring
+// (compare-exchange to `taking`, acquire) and releases it (fetch_and, release); abort's acq_rel
+// fetch_or of `aborted` bars later claims, and whoever destroys what is left (abort, or a put
+// that raced with it) holds the `locked` bit, acquired and released likewise. A put runs a full
+// fence between its push and its look at `aborted` and at the consumer's doorbell.
 #pragma once
 
 #include <atomic>
-#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <new>
 #include <optional>
+#include <thread>
 #include <type_traits>
-#include <utility>
 
+#include "conveyor/sync/detail/asymmetric_fence.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/mailbox_role_guard.hpp"
-#include "conveyor/sync/detail/mailbox_state.hpp"
+#include "conveyor/sync/doorbell.hpp"
 #include "conveyor/sync/semaphore.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
+#include "conveyor/sync/waiter.hpp"
 
 namespace conveyor::sync {
 
@@ -50,7 +50,7 @@ class alignas(64) Mailbox {
 
  public:
   // `on_emptied`, if given, is released each time the consumer empties the slot.
-  explicit Mailbox(Semaphore* on_emptied = nullptr) noexcept : on_emptied_(on_emptied) {}
+  explicit Mailbox(Semaphore* on_emptied = nullptr) : ring_(1), on_emptied_(on_emptied) {}
 
   Mailbox(const Mailbox&) = delete;
   Mailbox& operator=(const Mailbox&) = delete;
@@ -58,26 +58,33 @@ class alignas(64) Mailbox {
   Mailbox& operator=(Mailbox&&) = delete;
 
   ~Mailbox() {
-    // Acquire: pairs with the last release of whichever thread touched the storage.
-    const std::uint32_t state = state_.load(std::memory_order_acquire);
-    CONVEYOR_DEBUG_CONTRACT(State::contents(state) != State::taking,
+    // Acquire: pairs with the last release of whichever thread claimed the ring.
+    CONVEYOR_DEBUG_CONTRACT((claim_.load(std::memory_order_acquire) & taking) == 0,
                             "Mailbox destroyed while its consumer takes an item");
-    if (State::contents(state) == State::item) destroy_item();
   }
 
   // Producer: empty -> item. Moves from `value` only when it returns true.
   [[nodiscard]] bool try_put(T& value) {
     Scope producer(producer_guard_, "Mailbox: two threads in the producer role at once");
-    if (!producer_owns_empty_slot()) return false;
-    ::new (static_cast<void*>(storage_)) T(std::move(value));
-    return publish(State::item);
+    if (aborted() || ring_.closed() || !ring_.try_push(value)) return false;
+    // A full fence between the push and the looks that follow: an abort either finds the item,
+    // or is seen here and the item is destroyed; a consumer announcing its wait is not missed.
+    detail::full_fence();
+    if (aborted()) {
+      destroy_what_is_left();
+      return true;
+    }
+    consumer_bell_.ring_on_recheck(WaitReason::items, [] { return true; });
+    return true;
   }
 
   // Producer: empty -> done, the end-of-stream sentinel.
   [[nodiscard]] bool try_put_done() {
     Scope producer(producer_guard_, "Mailbox: two threads in the producer role at once");
-    if (!producer_owns_empty_slot()) return false;
-    return publish(State::done);
+    if (aborted() || ring_.closed() || ring_.free_slots() == 0) return false;
+    ring_.close();
+    consumer_bell_.ring(WaitReason::items);
+    return true;
   }
 
   // Consumer: waits until the slot holds something. The item, or nullopt for done or abort.
@@ -91,7 +98,11 @@ class alignas(64) Mailbox {
         case Poll::finished:
           return std::nullopt;
         case Poll::empty:
-          items_.acquire();
+          // Atomics only: an abort may be destroying what is left meanwhile.
+          (void)waiter_.wait(
+              WaitReason::items,
+              [this] { return ring_.size_approx() > 0 || ring_.closed() || aborted(); },
+              [] { return false; });
           break;
       }
     }
@@ -107,91 +118,76 @@ class alignas(64) Mailbox {
 
   // Any thread: ends the mailbox for both sides, wakes a blocked take, destroys a held item.
   void abort() {
-    // acq_rel: see "Memory ordering"; the acquire lets this thread destroy an item it finds.
-    const std::uint32_t before = state_.fetch_or(State::aborted, std::memory_order_acq_rel);
-    if (State::is_aborted(before)) return;
-    // An item not yet claimed by the consumer now belongs to this thread: the consumer's claim
-    // expects exactly `item` and fails from here on, and the producer only writes an empty slot.
-    if (State::contents(before) == State::item) {
-      destroy_item();
-      state_.fetch_and(State::aborted, std::memory_order_release);
-    }
-    items_.release();
+    // acq_rel: bars later claims, and orders a finished take's pop before what follows.
+    if ((claim_.fetch_or(aborted_bit, std::memory_order_acq_rel) & aborted_bit) != 0) return;
+    destroy_what_is_left();
+    consumer_bell_.ring_any();
   }
 
   // True when the slot holds neither an item nor done (a snapshot, possibly stale).
-  [[nodiscard]] bool empty() const noexcept {
-    return State::contents(state_.load(std::memory_order_acquire)) == State::empty;
-  }
+  [[nodiscard]] bool empty() const noexcept { return !ring_.closed() && ring_.size_approx() == 0; }
   // True once the slot holds the done sentinel; it never leaves.
-  [[nodiscard]] bool done() const noexcept {
-    return State::contents(state_.load(std::memory_order_acquire)) == State::done;
-  }
+  [[nodiscard]] bool done() const noexcept { return ring_.closed(); }
   [[nodiscard]] bool aborted() const noexcept {
-    return State::is_aborted(state_.load(std::memory_order_acquire));
+    return (claim_.load(std::memory_order_acquire) & aborted_bit) != 0;
   }
 
  private:
-  using State = detail::MailboxState;
   using Scope = detail::MailboxRoleGuard::Scope;
   enum class Poll { took, empty, finished };
 
-  bool producer_owns_empty_slot() const noexcept {
-    // "acquire null": pairs with the consumer's release null in poll().
-    return state_.load(std::memory_order_acquire) == State::empty;
-  }
-
-  // Hands the slot to the consumer. An abort that arrived since producer_owns_empty_slot() saw
-  // an empty slot and left its storage to us, so an item is destroyed here; the put still counts
-  // as done before the abort.
-  bool publish(std::uint32_t contents) {
-    // "release nonnull" / "release done": pairs with the consumer's acquire in poll().
-    const std::uint32_t before = state_.fetch_or(contents, std::memory_order_release);
-    if (State::is_aborted(before)) {
-      if (contents == State::item) {
-        destroy_item();
-        state_.fetch_and(State::aborted, std::memory_order_release);
-      }
-      return true;
-    }
-    items_.release();
-    return true;
-  }
+  // claim_ bits: the consumer is inside the ring; abort was called; somebody destroys what is left.
+  static constexpr std::uint32_t taking = 1;
+  static constexpr std::uint32_t aborted_bit = 2;
+  static constexpr std::uint32_t locked = 4;
 
   Poll poll(std::optional<T>& taken) {
-    // "acquire nonnull" for done; the item itself is acquired by the claim below.
-    std::uint32_t state = state_.load(std::memory_order_acquire);
-    if (state == State::empty) return Poll::empty;
-    if (state != State::item) return Poll::finished;  // done, or aborted
-    // "acquire nonnull": pairs with the producer's release in publish(). It fails only when an
-    // abort set its bit meanwhile; the aborter then owns the item and destroys it.
-    if (!state_.compare_exchange_strong(state, State::taking, std::memory_order_acquire,
+    if (ring_.size_approx() == 0) {
+      return aborted() || ring_.closed() ? Poll::finished : Poll::empty;
+    }
+    std::uint32_t expected = 0;
+    // Acquire: pairs with the release of the last one to hold the ring. Fails once aborted.
+    if (!claim_.compare_exchange_strong(expected, taking, std::memory_order_acquire,
                                         std::memory_order_relaxed)) {
       return Poll::finished;
     }
-    T* item = item_pointer();
-    taken.emplace(std::move(*item));
-    item->~T();
-    // Consume the token that announced this item, if it has arrived, so that tokens do not pile
-    // up when the consumer finds items without waiting. The next item cannot be announced before
-    // the slot is empty again, so this never eats a later item's token.
-    (void)items_.try_acquire();
-    // "release null": "we took it". Keeps an aborted bit that arrived during the move.
-    state_.fetch_and(State::aborted, std::memory_order_release);
+    (void)ring_.try_pop_into(taken);  // the size said one is there, and only we take
+    // Release: the pop, for whoever claims the ring next.
+    claim_.fetch_and(~taking, std::memory_order_release);
     if (on_emptied_ != nullptr) on_emptied_->release();
     return Poll::took;
   }
 
-  T* item_pointer() noexcept { return std::launder(reinterpret_cast<T*>(storage_)); }
-  void destroy_item() noexcept { item_pointer()->~T(); }
+  // After an abort: destroys whatever is in the ring, once no take is inside it.
+  void destroy_what_is_left() {
+    // Relaxed: the compare-exchange decides.
+    std::uint32_t seen = claim_.load(std::memory_order_relaxed);
+    for (;;) {
+      if ((seen & (taking | locked)) != 0) {
+        // A take finishing its move, or another destroyer: a few instructions away.
+        std::this_thread::yield();
+        seen = claim_.load(std::memory_order_relaxed);
+        continue;
+      }
+      // Acquire: pairs with the release of the last take or destroyer.
+      if (claim_.compare_exchange_weak(seen, seen | locked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    (void)ring_.discard();
+    // Release: the destroyed item, for the next destroyer and the destructor.
+    claim_.fetch_and(~locked, std::memory_order_release);
+  }
 
-  // Shared by both sides: every hand-off touches the state word and the storage together.
-  std::atomic<std::uint32_t> state_{State::empty};
-  alignas(T) std::byte storage_[sizeof(T)];
+  SpscRing<T> ring_;
   Semaphore* const on_emptied_;
+  alignas(64) std::atomic<std::uint32_t> claim_{0};
   [[no_unique_address]] detail::MailboxRoleGuard producer_guard_;
   [[no_unique_address]] detail::MailboxRoleGuard consumer_guard_;
-  Semaphore items_;  // the consumer's wake-ups; alignas(64) inside, on its own cache line
+  // The consumer's wake-ups: every ringer rings behind a full fence, so none is missed.
+  Doorbell consumer_bell_;
+  Waiter waiter_{consumer_bell_, Waiter::Recovery::none};
 };
 
 }  // namespace conveyor::sync

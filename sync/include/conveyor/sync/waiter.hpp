@@ -12,6 +12,8 @@
 //     once per idle period, not once per sleep.
 //   - `fence_first`: run the heavy fence before the first park. For an owner that sleeps rarely
 //     and must never wait for the timeout (a queue's blocked side).
+//   - `none`: every ringer rings behind a full fence (`ring`, or `ring_on_recheck` after a fence
+//     of its own), so no ring is missed: park until a ring (a mailbox's consumer).
 // - Rechecks: before its first park, the owner rings, behind its own full fence, every doorbell
 //   whose owner it may have missed with a cheap check (`ring_on_recheck`). What registers a
 //   recheck stays alive, or removes it, while the owner may still wait.
@@ -32,7 +34,7 @@ namespace conveyor::sync {
 
 class Waiter {
  public:
-  enum class Recovery { bounded_park, fence_first };
+  enum class Recovery { bounded_park, fence_first, none };
 
   explicit Waiter(Doorbell& bell, Recovery recovery = Recovery::bounded_park) noexcept
       : bell_(bell), recovery_(recovery) {}
@@ -61,8 +63,10 @@ class Waiter {
       }
       if (settled()) continue;
       if (recovery_ == Recovery::bounded_park && (bell_.park_bounded() || settled())) continue;
-      detail::asymmetric_fence_heavy();
-      if (settled()) continue;
+      if (recovery_ != Recovery::none) {
+        detail::asymmetric_fence_heavy();
+        if (settled()) continue;
+      }
       bell_.park();
     }
   }
