@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "counted_recheck.hpp"
 #include "settle_time.hpp"
 #include "watchdog.hpp"
 
@@ -16,6 +17,7 @@ namespace {
 using conveyor::sync::Doorbell;
 using conveyor::sync::Waiter;
 using conveyor::sync::WaitReason;
+using conveyor::testing::CountedRecheck;
 using conveyor::testing::settle_time;
 using conveyor::testing::Watchdog;
 
@@ -108,14 +110,6 @@ TEST_P(WaiterTest, FindsAChangeWhoseRingWasMissed) {
 INSTANTIATE_TEST_SUITE_P(BothRecoveries, WaiterTest,
                          ::testing::Values(Waiter::Recovery::bounded_park,
                                            Waiter::Recovery::fence_first));
-
-struct CountedRecheck {
-  std::atomic<int> runs{0};
-  static void run(const void* self) {
-    static_cast<CountedRecheck*>(const_cast<void*>(self))
-        ->runs.fetch_add(1, std::memory_order_relaxed);
-  }
-};
 
 TEST(WaiterRecheckTest, RechecksRunOncePerWaitAndAreRemoved) {
   Watchdog watchdog;

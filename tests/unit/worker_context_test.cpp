@@ -15,6 +15,7 @@
 #include <atomic>
 #include <thread>
 
+#include "counted_recheck.hpp"
 #include "settle_time.hpp"
 #include "watchdog.hpp"
 
@@ -36,6 +37,7 @@ using conveyor::detail::WorkerCounters;
 using conveyor::sync::Doorbell;
 using conveyor::sync::SpscRing;
 using conveyor::sync::WaitReason;
+using conveyor::testing::CountedRecheck;
 using conveyor::testing::settle_time;
 using conveyor::testing::Watchdog;
 
@@ -95,14 +97,6 @@ TEST(WorkerContextTest, CancellationEndsAWait) {
   EXPECT_FALSE(worker.wait([] { return false; }));
   canceller.join();
 }
-
-struct CountedRecheck {
-  std::atomic<int> runs{0};
-  static void run(const void* self) {
-    static_cast<CountedRecheck*>(const_cast<void*>(self))
-        ->runs.fetch_add(1, std::memory_order_relaxed);
-  }
-};
 
 TEST(WorkerContextTest, RechecksRunOnceBeforeAWorkerSleeps) {
   Watchdog watchdog;
