@@ -303,7 +303,7 @@ class OutPort {
   // send() for a whole item with number `seq`.
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
     if (batch_ == 1 && dispatch_.kind() == Dispatch::Kind::round_robin) {
-      // Built in its slot (Lane::try_emplace).
+      // Built in its slot (SpscRing::try_emplace).
       return push_round_robin([&](sync::SpscRing<Parcel<T>>& lane) {
         return lane.try_emplace(std::in_place_index<0>, WholeItem<T>{seq, value});
       });

@@ -61,7 +61,7 @@ struct Entry {
 };
 
 // A whole item with number `seq`, turned into its Entry where the Entry is constructed (in a
-// lane's slot, see Lane::try_emplace), so that no Entry is built elsewhere and moved there.
+// lane's slot, see SpscRing::try_emplace), so that no Entry is built elsewhere and moved there.
 template <class T>
 struct WholeItem {
   std::uint64_t seq;

@@ -2,8 +2,8 @@
 // hand their items to the stage's code (in arrival order, or through a reorder buffer in source
 // order), and time what it does.
 //
-// Busy time is measured with one clock read (detail/ticks.hpp) per parcel, or per group of up to
-// 16 parcels while the last ones took under 1 us each: the span since the previous read, minus
+// Busy time is measured with one clock read (sync/detail/ticks.hpp) per parcel, or per group of up
+// to 16 parcels while the last ones took under 1 us each: the span since the previous read, minus
 // what the worker spent blocked inside it (waiting to push). Each item of the span is counted in
 // the duration histogram at the span's mean, so one slow parcel in a group of cheap ones is
 // spread over the group (busy time stays exact); the parcels after it are timed one by one.
