@@ -127,6 +127,44 @@ INSTANTIATE_TEST_SUITE_P(Matrix, PipelineStress,
                                             ::testing::Bool()),
                          shape_name);
 
+// Least-loaded dispatch into two parallel stages and an in-order sink, over workers, channels and
+// batching: every item once, in order.
+TEST(PipelineStressLeastLoaded, InOrderSinkSeesEveryItemOnceAndInOrder) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  const std::uint64_t count = items_per_shape();
+  for (std::size_t workers : {2U, 4U}) {
+    for (ChannelKind channel : {ChannelKind::mailbox, ChannelKind::queue1, ChannelKind::queue64}) {
+      for (std::size_t batch : {1U, 16U}) {
+        SCOPED_TRACE(::testing::Message() << workers << " workers, channel "
+                                          << static_cast<int>(channel) << ", batch " << batch);
+        Pipeline p;
+        Flow<std::uint64_t> flow = p.source(count_to(count));
+        for (int i = 0; i < 2; ++i) {
+          flow =
+              flow | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
+                                                               .workers = workers,
+                                                               .channel = channel_of(channel),
+                                                               .dispatch = Dispatch::least_loaded(),
+                                                               .batch = batch});
+        }
+        std::uint64_t expected_next = 0;
+        std::uint64_t out_of_order = 0;
+        Tally tally;
+        flow | sink(
+                   [&](std::uint64_t x) {
+                     if (x != expected_next) ++out_of_order;
+                     expected_next = x + 1;
+                     tally.add(x);
+                   },
+                   {.mode = Mode::serial_in_order, .channel = channel_of(channel), .batch = batch});
+        p.run();
+        EXPECT_EQ(out_of_order, 0U);
+        EXPECT_EQ(tally, expected_tally(count));
+      }
+    }
+  }
+}
+
 // Flat-map and filter stages inside an ordered run, on both executors.
 TEST(PipelineStressMixed, SplitsAndGapsKeepTheOrder) {
   Watchdog watchdog(std::chrono::seconds(120));

@@ -52,12 +52,15 @@ class Channel {
 // Which worker of a stage gets an item.
 class Dispatch {
  public:
-  enum class Kind { round_robin, by_key, broadcast };
+  enum class Kind { round_robin, by_key, broadcast, least_loaded };
 
   // The next worker whose channel has room, starting after the last one served (seed 002).
   static Dispatch round_robin() { return Dispatch(Kind::round_robin); }
   // Every worker gets every item (the items must be copyable).
   static Dispatch broadcast() { return Dispatch(Kind::broadcast); }
+  // The worker whose channel holds the fewest parcels, ties taking turns: for items whose cost
+  // varies, so that a worker stuck on a slow item is not handed more.
+  static Dispatch least_loaded() { return Dispatch(Kind::least_loaded); }
 
   // The worker chosen by a hash of `key(item)`, so that all items with one key meet on one worker
   // and per-key state needs no lock. `key` is a data member pointer (&Record::status), a member

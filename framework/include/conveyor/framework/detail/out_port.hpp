@@ -11,7 +11,7 @@
 //
 // Dispatch (seed 002): round-robin fills the first lane with room at or after the finger and moves
 // the finger past it; by_key pushes into the lane of the item's key hash (gaps by their number);
-// broadcast pushes a copy into every lane.
+// broadcast pushes a copy into every lane; least_loaded into the lane holding the fewest parcels.
 //
 // Wake-ups: a consumer found asleep after a push is woken after a few more parcels, or a short
 // while (see deferred_wakes.hpp).
@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/least_loaded.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
@@ -358,8 +359,25 @@ class OutPort {
         return push_into(destination, parcel);
       case Dispatch::Kind::broadcast:
         return push_everywhere(parcel);
+      case Dispatch::Kind::least_loaded:
+        return push_least_loaded(parcel);
     }
     return false;
+  }
+
+  // Into the lane that holds the fewest parcels; waits while every lane is full.
+  bool push_least_loaded(Parcel<T>& parcel) {
+    for (;;) {
+      const std::size_t lane = least_loaded_lane(lanes_, finger_);
+      if (lane < lanes_.size() && lanes_[lane]->try_push(parcel)) {
+        finger_ = lane + 1 == lanes_.size() ? 0 : lane + 1;
+        pushed(lane);
+        return true;
+      }
+      if (!wait_for_room([&] { return least_loaded_lane(lanes_, finger_) < lanes_.size(); })) {
+        return false;
+      }
+    }
   }
 
   bool push_round_robin(Parcel<T>& parcel) {
