@@ -10,7 +10,7 @@ rounds=${1:-6}
 binary=${2:-build/bench/bench/spsc_plain}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for round in $(seq 1 "$rounds"); do
+for _ in $(seq 1 "$rounds"); do
   for queue in conveyor moodycamel tbb; do
     "$binary" "$queue" | tee -a "$out"
   done
