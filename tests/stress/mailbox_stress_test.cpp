@@ -258,4 +258,51 @@ TEST(MailboxSetStress, AbortWhileBusyNeitherHangsNorLeaks) {
   }
 }
 
+// One mailbox, a producer and a consumer running flat out, and an abort from a third thread at a
+// random moment. Every item a put handed over (try_put returned true) is either taken exactly
+// once or destroyed by the abort, and nothing leaks: the abort's destroyer and a put that raced
+// with it must not both destroy the item, nor neither.
+TEST(MailboxStress, AbortRacingPutAndTakeLosesAndDuplicatesNothing) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  Tracked::reset_alive();
+  std::mt19937_64 random(20261125);
+  const std::uint64_t runs = std::clamp<std::uint64_t>(stress_items() / 2'000, 100, 2'000);
+  for (std::uint64_t run = 0; run < runs; ++run) {
+    const auto abort_after = std::chrono::microseconds(random() % 200);
+    std::int64_t put = 0;
+    std::int64_t taken = 0;
+    std::int64_t taken_twice = 0;
+    {
+      Mailbox<Tracked> mailbox;
+      std::thread producer([&] {
+        for (std::int64_t next = 0; !mailbox.aborted();) {
+          Tracked item(next);
+          if (mailbox.try_put(item)) {
+            ++put;
+            ++next;
+          }
+        }
+      });
+      std::thread consumer([&] {
+        std::int64_t expected = 0;
+        while (std::optional<Tracked> item = mailbox.take()) {
+          if (item->value() < expected) ++taken_twice;
+          expected = item->value() + 1;
+          ++taken;
+        }
+      });
+      std::this_thread::sleep_for(abort_after);
+      mailbox.abort();
+      producer.join();
+      consumer.join();
+      EXPECT_LE(taken, put);
+      EXPECT_GE(taken + 1, put) << "at most the one item the abort found can be dropped";
+      EXPECT_EQ(taken_twice, 0);
+      EXPECT_EQ(Tracked::alive(), 0) << "the abort destroys a held item at once";
+    }
+    EXPECT_EQ(Tracked::alive(), 0) << "an item leaked";
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 }  // namespace

@@ -20,12 +20,13 @@
 // Memory ordering: the ring's release/acquire pairs carry the item. The consumer claims the ring
 // (compare-exchange to `taking`, acquire) and releases it (fetch_and, release); abort's acq_rel
 // fetch_or of `aborted` bars later claims, and whoever destroys what is left (abort, or a put
-// that raced with it) holds the `locked` bit, acquired and released likewise. A put runs a full
-// fence between its push and its look at `aborted` and at the consumer's doorbell.
+// that raced with it and won) holds the `locked` bit, acquired and released likewise. A put runs
+// a full fence between its push and its look at `aborted` and at the consumer's doorbell.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -70,10 +71,7 @@ class alignas(64) Mailbox {
     // A full fence between the push and the looks that follow: an abort either finds the item,
     // or is seen here and the item is destroyed; a consumer announcing its wait is not missed.
     detail::full_fence();
-    if (aborted()) {
-      destroy_what_is_left();
-      return true;
-    }
+    if (aborted()) return !took_back_after_abort(value);
     consumer_bell_.ring_on_recheck(WaitReason::items, [] { return true; });
     return true;
   }
@@ -120,7 +118,9 @@ class alignas(64) Mailbox {
   void abort() {
     // acq_rel: bars later claims, and orders a finished take's pop before what follows.
     if ((claim_.fetch_or(aborted_bit, std::memory_order_acq_rel) & aborted_bit) != 0) return;
-    destroy_what_is_left();
+    lock_the_ring();
+    (void)ring_.discard();
+    unlock_the_ring(swept);
     consumer_bell_.ring_any();
   }
 
@@ -136,10 +136,12 @@ class alignas(64) Mailbox {
   using Scope = detail::MailboxRoleGuard::Scope;
   enum class Poll { took, empty, finished };
 
-  // claim_ bits: the consumer is inside the ring; abort was called; somebody destroys what is left.
+  // claim_ bits: the consumer is inside the ring; abort was called; somebody destroys what is
+  // left; abort has done so.
   static constexpr std::uint32_t taking = 1;
   static constexpr std::uint32_t aborted_bit = 2;
   static constexpr std::uint32_t locked = 4;
+  static constexpr std::uint32_t swept = 8;  // abort has destroyed what the slot held
 
   Poll poll(std::optional<T>& taken) {
     if (ring_.size_approx() == 0) {
@@ -158,13 +160,32 @@ class alignas(64) Mailbox {
     return Poll::took;
   }
 
-  // After an abort: destroys whatever is in the ring, once no take is inside it.
-  void destroy_what_is_left() {
+  // A put that saw the abort only after its push. If the abort emptied the slot before the push,
+  // the put lost: its item goes back to `value` (true). Otherwise the put came first and won: its
+  // item is destroyed, by the abort's sweep or here (false).
+  bool took_back_after_abort(T& value) {
+    lock_the_ring();
+    // Relaxed: the lock's acquire orders it. Swept and still there: the sweep came first.
+    const bool lost = (claim_.load(std::memory_order_relaxed) & swept) != 0 && ring_.has_element();
+    std::optional<T> back;
+    if (lost) {
+      (void)ring_.try_pop_into(back);  // our item: nothing else can be there after the sweep
+      std::destroy_at(std::addressof(value));
+      std::construct_at(std::addressof(value), std::move(*back));
+    } else {
+      (void)ring_.discard();
+    }
+    unlock_the_ring(0);
+    return lost;
+  }
+
+  // Takes the consumer's side of the ring after an abort, once no take is inside it.
+  void lock_the_ring() {
     // Relaxed: the compare-exchange decides.
     std::uint32_t seen = claim_.load(std::memory_order_relaxed);
     for (;;) {
       if ((seen & (taking | locked)) != 0) {
-        // A take finishing its move, or another destroyer: a few instructions away.
+        // A take finishing its move, or the other destroyer: a few instructions away.
         std::this_thread::yield();
         seen = claim_.load(std::memory_order_relaxed);
         continue;
@@ -172,12 +193,14 @@ class alignas(64) Mailbox {
       // Acquire: pairs with the release of the last take or destroyer.
       if (claim_.compare_exchange_weak(seen, seen | locked, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
-        break;
+        return;
       }
     }
-    (void)ring_.discard();
-    // Release: the destroyed item, for the next destroyer and the destructor.
-    claim_.fetch_and(~locked, std::memory_order_release);
+  }
+
+  void unlock_the_ring(std::uint32_t also_set) {
+    // Release: what was destroyed or taken back, for the next holder and the destructor.
+    claim_.fetch_xor(locked | also_set, std::memory_order_release);
   }
 
   SpscRing<T> ring_;
