@@ -118,6 +118,8 @@ class alignas(64) Mailbox {
   void abort() {
     // acq_rel: bars later claims, and orders a finished take's pop before what follows.
     if ((claim_.fetch_or(aborted_bit, std::memory_order_acq_rel) & aborted_bit) != 0) return;
+    // The other side of a put's fence: either the put sees the bit, or the sweep sees its item.
+    detail::full_fence();
     lock_the_ring();
     (void)ring_.discard();
     unlock_the_ring(swept);
