@@ -3,7 +3,9 @@
 // queue, the items per second and a checksum. bench/spsc_plain.sh runs each queue 6 times,
 // alternately, and reports the ratios.
 //
-//   spsc_plain conveyor|moodycamel|tbb [items] [slots]
+//   spsc_plain conveyor|moodycamel|tbb|mailbox [items] [slots]
+// `mailbox` is conveyor's single-slot Mailbox (slots is ignored): the producer retries a full
+// slot after a yield, the consumer blocks in take().
 #include <oneapi/tbb/concurrent_queue.h>
 #include <readerwriterqueue/readerwritercircularbuffer.h>
 
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "conveyor/sync/bounded_queue.hpp"
+#include "conveyor/sync/mailbox.hpp"
 
 namespace {
 
@@ -38,7 +41,7 @@ double run(std::uint64_t items, Push&& push, Pop&& pop, std::uint64_t& checksum)
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: spsc_plain conveyor|moodycamel|tbb [items] [slots]\n");
+    std::fprintf(stderr, "usage: spsc_plain conveyor|moodycamel|tbb|mailbox [items] [slots]\n");
     return 2;
   }
   const std::string queue = argv[1];
@@ -71,6 +74,15 @@ int main(int argc, char** argv) {
           return v;
         },
         checksum);
+  } else if (queue == "mailbox") {
+    conveyor::sync::Mailbox<std::uint64_t> box;
+    rate = run(
+        items,
+        [&](std::uint64_t v) {
+          while (!box.try_put(v))
+            std::this_thread::yield();
+        },
+        [&] { return *box.take(); }, checksum);
   } else {
     std::fprintf(stderr, "spsc_plain: unknown queue '%s'\n", queue.c_str());
     return 2;
