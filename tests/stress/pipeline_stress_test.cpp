@@ -56,18 +56,18 @@ using Shape = std::tuple<int, std::size_t, ChannelKind, bool>;
 
 class PipelineStress : public ::testing::TestWithParam<Shape> {};
 
-// source -> (stages - 2) parallel stages -> serial_in_order sink, which checks the order.
-TEST_P(PipelineStress, InOrderSinkSeesEveryItemOnceAndInOrder) {
-  Watchdog watchdog(std::chrono::seconds(120));
-  const auto [stages, workers, channel, batching] = GetParam();
+// source -> `middle` parallel stages fed by `dispatch` -> serial_in_order sink, which checks that
+// every item arrives once and in order.
+void expect_in_order_through(int middle, std::size_t workers, ChannelKind channel,
+                             std::size_t batch, const Dispatch& dispatch) {
   const std::uint64_t count = items_per_shape();
-  const std::size_t batch = batching ? 16 : 1;
   Pipeline p;
   Flow<std::uint64_t> flow = p.source(count_to(count));
-  for (int i = 0; i < stages - 2; ++i) {
+  for (int i = 0; i < middle; ++i) {
     flow = flow | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
                                                             .workers = workers,
                                                             .channel = channel_of(channel),
+                                                            .dispatch = dispatch,
                                                             .batch = batch});
   }
   std::uint64_t expected_next = 0;
@@ -83,6 +83,12 @@ TEST_P(PipelineStress, InOrderSinkSeesEveryItemOnceAndInOrder) {
   p.run();
   EXPECT_EQ(out_of_order, 0U);
   EXPECT_EQ(tally, expected_tally(count));
+}
+
+TEST_P(PipelineStress, InOrderSinkSeesEveryItemOnceAndInOrder) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  const auto [stages, workers, channel, batching] = GetParam();
+  expect_in_order_through(stages - 2, workers, channel, batching ? 16 : 1, Dispatch::round_robin());
 }
 
 // The same shapes with a parallel sink: fan-in from every worker to every worker.
@@ -131,35 +137,12 @@ INSTANTIATE_TEST_SUITE_P(Matrix, PipelineStress,
 // batching: every item once, in order.
 TEST(PipelineStressLeastLoaded, InOrderSinkSeesEveryItemOnceAndInOrder) {
   Watchdog watchdog(std::chrono::seconds(120));
-  const std::uint64_t count = items_per_shape();
   for (std::size_t workers : {2U, 4U}) {
     for (ChannelKind channel : {ChannelKind::mailbox, ChannelKind::queue1, ChannelKind::queue64}) {
       for (std::size_t batch : {1U, 16U}) {
         SCOPED_TRACE(::testing::Message() << workers << " workers, channel "
                                           << static_cast<int>(channel) << ", batch " << batch);
-        Pipeline p;
-        Flow<std::uint64_t> flow = p.source(count_to(count));
-        for (int i = 0; i < 2; ++i) {
-          flow =
-              flow | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
-                                                               .workers = workers,
-                                                               .channel = channel_of(channel),
-                                                               .dispatch = Dispatch::least_loaded(),
-                                                               .batch = batch});
-        }
-        std::uint64_t expected_next = 0;
-        std::uint64_t out_of_order = 0;
-        Tally tally;
-        flow | sink(
-                   [&](std::uint64_t x) {
-                     if (x != expected_next) ++out_of_order;
-                     expected_next = x + 1;
-                     tally.add(x);
-                   },
-                   {.mode = Mode::serial_in_order, .channel = channel_of(channel), .batch = batch});
-        p.run();
-        EXPECT_EQ(out_of_order, 0U);
-        EXPECT_EQ(tally, expected_tally(count));
+        expect_in_order_through(2, workers, channel, batch, Dispatch::least_loaded());
       }
     }
   }
