@@ -5,23 +5,32 @@
 
 #include <gtest/gtest.h>
 
+#include "watchdog.hpp"
+
 namespace {
 
 using conveyor::sync::DeferredWakes;
 using conveyor::sync::Doorbell;
 using conveyor::sync::WaitReason;
 using conveyor::sync::WakeDeferral;
+using conveyor::testing::Watchdog;
 
-TEST(WakeDeferralTest, AConsumerThatDoesNotWaitIsLeftAlone) {
+// One consumer's doorbell and the producer's debt register that rings it.
+class DeferredWakesTest : public ::testing::Test {
+ protected:
+  DeferredWakesTest() { owed.set_consumers({&consumer}); }
   Doorbell consumer;
   DeferredWakes owed;
-  owed.set_consumers({&consumer});
+};
+
+TEST_F(DeferredWakesTest, AConsumerThatDoesNotWaitIsLeftAlone) {
   WakeDeferral deferral(8, &owed);
   deferral.after_push(consumer);
   EXPECT_EQ(consumer.waiting(), WaitReason::none);
 }
 
 TEST(WakeDeferralTest, WithoutADebtRegisterEveryWakeIsImmediate) {
+  Watchdog watchdog;
   Doorbell consumer;
   WakeDeferral deferral(8, nullptr);
   consumer.prepare(WaitReason::items);
@@ -30,10 +39,8 @@ TEST(WakeDeferralTest, WithoutADebtRegisterEveryWakeIsImmediate) {
   consumer.cancel();                                // takes the token
 }
 
-TEST(WakeDeferralTest, DefersForHalfTheRingThenWakes) {
-  Doorbell consumer;
-  DeferredWakes owed;
-  owed.set_consumers({&consumer});
+TEST_F(DeferredWakesTest, DefersForHalfTheRingThenWakes) {
+  Watchdog watchdog;
   WakeDeferral deferral(8, &owed);
   consumer.prepare(WaitReason::items);
   for (int push = 0; push < 4; ++push) {
@@ -45,10 +52,8 @@ TEST(WakeDeferralTest, DefersForHalfTheRingThenWakes) {
   consumer.cancel();
 }
 
-TEST(WakeDeferralTest, AnUndeferrableWaitIsWokenAtOnce) {
-  Doorbell consumer;
-  DeferredWakes owed;
-  owed.set_consumers({&consumer});
+TEST_F(DeferredWakesTest, AnUndeferrableWaitIsWokenAtOnce) {
+  Watchdog watchdog;
   WakeDeferral deferral(8, &owed);
   consumer.prepare(WaitReason::items, /*deferrable=*/false);
   deferral.after_push(consumer);
@@ -56,10 +61,8 @@ TEST(WakeDeferralTest, AnUndeferrableWaitIsWokenAtOnce) {
   consumer.cancel();
 }
 
-TEST(DeferredWakesTest, DeliverRingsWhatIsOwedOnce) {
-  Doorbell consumer;
-  DeferredWakes owed;
-  owed.set_consumers({&consumer});
+TEST_F(DeferredWakesTest, DeliverRingsWhatIsOwedOnce) {
+  Watchdog watchdog;
   WakeDeferral deferral(8, &owed);
   consumer.prepare(WaitReason::items);
   deferral.after_push(consumer);
@@ -74,10 +77,8 @@ TEST(DeferredWakesTest, DeliverRingsWhatIsOwedOnce) {
   consumer.cancel();
 }
 
-TEST(DeferredWakesTest, AMailboxNeverDefers) {
-  Doorbell consumer;
-  DeferredWakes owed;
-  owed.set_consumers({&consumer});
+TEST_F(DeferredWakesTest, AMailboxNeverDefers) {
+  Watchdog watchdog;
   WakeDeferral deferral(1, &owed);  // half of one slot is none
   consumer.prepare(WaitReason::items);
   deferral.after_push(consumer);

@@ -94,6 +94,7 @@ TEST(DoorbellTest, RingAnyEndsEveryWait) {
 }
 
 TEST(DoorbellTest, AHandOverRingsOnlyWhenTheWaitIsOver) {
+  Watchdog watchdog;
   Doorbell bell;
   bell.prepare(WaitReason::space);
   bell.ring_after_hand_over(WaitReason::space, [] { return false; });  // not enough room yet
@@ -106,6 +107,7 @@ TEST(DoorbellTest, AHandOverRingsOnlyWhenTheWaitIsOver) {
 }
 
 TEST(DoorbellTest, ARecheckRingsLikeAHandOver) {
+  Watchdog watchdog;
   Doorbell bell;
   bell.prepare(WaitReason::window);
   bell.ring_on_recheck(WaitReason::window, [] { return false; });

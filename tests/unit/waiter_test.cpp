@@ -24,6 +24,7 @@ using conveyor::testing::Watchdog;
 class WaiterTest : public ::testing::TestWithParam<Waiter::Recovery> {};
 
 TEST_P(WaiterTest, ReturnsAtOnceWhenTheConditionHolds) {
+  Watchdog watchdog;
   Doorbell bell;
   Waiter waiter(bell, GetParam());
   EXPECT_TRUE(waiter.wait(
@@ -32,6 +33,7 @@ TEST_P(WaiterTest, ReturnsAtOnceWhenTheConditionHolds) {
 }
 
 TEST_P(WaiterTest, ReturnsFalseOnceCancelled) {
+  Watchdog watchdog;
   Doorbell bell;
   Waiter waiter(bell, GetParam());
   EXPECT_FALSE(waiter.wait(
