@@ -1,6 +1,7 @@
 // Unit tests for sync::Waiter, the owner's side of the Doorbell protocol: it returns once its
-// condition holds or it is cancelled, runs its rechecks once before it parks, and recovers from a
-// ring that the cheap check missed in both ways (bounded park, heavy fence first).
+// condition holds or it is cancelled, runs its rechecks once before it parks, recovers from a
+// ring that the cheap check missed in both ways (bounded park, heavy fence first), and parks until
+// a ring when its ringers never miss (no recovery).
 #include "conveyor/sync/waiter.hpp"
 
 #include <gtest/gtest.h>
@@ -92,6 +93,29 @@ TEST_P(WaiterTest, ManyHandOversLoseNoWakeUp) {
         [] { return false; }));
   }
   ringer.join();
+}
+
+// Recovery::none: ringers ring behind a full fence (Doorbell::ring), so the owner parks until a
+// ring without any recovery, and none is lost.
+TEST(WaiterNoRecoveryTest, FullFenceRingsLoseNoWakeUp) {
+  Watchdog watchdog;
+  constexpr int rounds = 20'000;
+  Doorbell bell;
+  Waiter waiter(bell, Waiter::Recovery::none);
+  std::atomic<int> published{0};
+  std::thread ringer([&] {
+    for (int i = 1; i <= rounds; ++i) {
+      published.store(i, std::memory_order_release);
+      bell.ring(WaitReason::items);
+    }
+  });
+  for (int i = 1; i <= rounds; ++i) {
+    ASSERT_TRUE(waiter.wait(
+        WaitReason::items, [&] { return published.load(std::memory_order_acquire) >= i; },
+        [] { return false; }));
+  }
+  ringer.join();
+  EXPECT_EQ(bell.waiting(), WaitReason::none);
 }
 
 // A missed ring, as its owner sees it: the change is not visible to the look before the
