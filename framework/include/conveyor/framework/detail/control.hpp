@@ -23,7 +23,6 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <string>
 #include <vector>
 
 #include "conveyor/sync/detail/futex.hpp"
@@ -53,21 +52,10 @@ class Control {
   }
 
   // Records `error` if it is the first, and cancels the pipeline.
-  void fail(std::exception_ptr error) {
-    {
-      std::lock_guard lock(error_mutex_);
-      if (!first_error_) first_error_ = std::move(error);
-    }
-    raise(failed_bit);
-    cancel();
-  }
+  void fail(std::exception_ptr error);
 
   // Ends every wait: workers return as soon as they look.
-  void cancel() {
-    if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
-    for (sync::Doorbell* bell : doorbells_)
-      bell->ring_any();
-  }
+  void cancel();
 
   // Before any worker starts.
   void expect_workers(std::int32_t count) noexcept {
@@ -87,25 +75,15 @@ class Control {
     return word_.load(std::memory_order_acquire);
   }
   // Sleeps until the word differs from `seen` (or spuriously).
-  void wait_for_change(std::int32_t seen) noexcept { sync::detail::futex_wait(word_, seen); }
+  void wait_for_change(std::int32_t seen) noexcept;
   // The same, but not past `deadline`.
   void wait_for_change_until(std::int32_t seen,
-                             std::chrono::steady_clock::time_point deadline) noexcept {
-    sync::detail::futex_wait_until(word_, seen, deadline);
-  }
+                             std::chrono::steady_clock::time_point deadline) noexcept;
 
-  [[nodiscard]] std::exception_ptr first_error() const {
-    std::lock_guard lock(error_mutex_);
-    return first_error_;
-  }
+  [[nodiscard]] std::exception_ptr first_error() const;
 
  private:
-  void raise(std::int32_t bit) noexcept {
-    // acq_rel: a request is an event the supervisor acts on; the wake is a system call, which
-    // is async-signal-safe.
-    word_.fetch_or(bit, std::memory_order_acq_rel);
-    sync::detail::futex_wake(word_, 1);
-  }
+  void raise(std::int32_t bit) noexcept;
 
   sync::detail::FutexWord word_{0};
   std::atomic<bool> cancelled_{false};

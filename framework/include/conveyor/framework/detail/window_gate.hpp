@@ -45,15 +45,10 @@ class WindowGate {
   }
 
   // In-order stage: every number below `released` is done.
-  void advance(std::uint64_t released) {
-    released_.store(released, std::memory_order_relaxed);
-    sequencer_.ring_after_hand_over(WaitReason::window, [this] { return half_free(); });
-  }
+  void advance(std::uint64_t released);
 
   // In-order stage, before it sleeps (sync::Waiter's rechecks): what advance() may have missed.
-  void recheck() const {
-    sequencer_.ring_on_recheck(WaitReason::window, [this] { return half_free(); });
-  }
+  void recheck() const;
 
  private:
   // Half the sequencer's window is free again.

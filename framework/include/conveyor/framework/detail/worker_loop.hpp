@@ -1,93 +1,22 @@
 // The loops a consuming worker runs: take parcels from its InPort until the end of the stream,
 // hand their items to the stage's code (in arrival order, or through a reorder buffer in source
-// order), and time what it does.
-//
-// Busy time is measured with one clock read (sync/detail/ticks.hpp) per parcel, or per group of up
-// to 16 parcels while the last ones took under 1 us each: the span since the previous read, minus
-// what the worker spent blocked inside it (waiting to push). Each item of the span is counted in
-// the duration histogram at the span's mean, so one slow parcel in a group of cheap ones is
-// spread over the group (busy time stays exact); the parcels after it are timed one by one.
+// order), and time what it does (busy_clock.hpp).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <utility>
 #include <variant>
 
+#include "conveyor/framework/detail/busy_clock.hpp"
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/detail/contract.hpp"
-#include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor::detail {
-
-class BusyClock {
- public:
-  // Parcels that take less than `cheap_parcel` on average are timed `cheap_group` at a time: a
-  // clock read costs a few percent of a parcel of one small item, and nothing next to a dearer one.
-  static constexpr std::chrono::microseconds cheap_parcel{1};
-  static constexpr std::uint32_t cheap_group = 16;
-
-  explicit BusyClock(WorkerContext& worker) noexcept : worker_(worker) { restart(); }
-
-  // The last span counts too: parcels not yet timed (a worker that returns on cancellation) and
-  // the part of a parcel that threw.
-  ~BusyClock() { record(0); }
-
-  BusyClock(const BusyClock&) = delete;
-  BusyClock& operator=(const BusyClock&) = delete;
-
-  // Starts a new span now (after a wait, which is accounted as blocked time).
-  void restart() noexcept {
-    mark_ = sync::detail::ticks();
-    blocked_mark_ = worker_.blocked_ticks();
-  }
-
-  // Ends the span: `items` items were processed in it, besides those of parcels not yet timed.
-  // If the span holds parcels, tells the worker what they cost on average (for deferred wakes)
-  // and sizes the next group by it.
-  void record(std::uint64_t items) noexcept {
-    const std::uint64_t now = sync::detail::ticks();
-    const std::uint64_t blocked = worker_.blocked_ticks() - blocked_mark_;
-    const std::uint64_t span = now - mark_;
-    const std::uint64_t busy = span > blocked ? span - blocked : 0;
-    WorkerCounters& counters = worker_.counters();
-    counters.busy_ticks.add(busy);
-    counters.record_items(busy, items + untimed_items_);
-    if (untimed_parcels_ > 0) {
-      const std::uint64_t each = busy / untimed_parcels_;
-      worker_.note_parcel(each);
-      group_ = each < cheap_parcel_ticks() ? cheap_group : 1;
-    }
-    untimed_items_ = 0;
-    untimed_parcels_ = 0;
-    mark_ = now;
-    blocked_mark_ = worker_.blocked_ticks();
-  }
-
-  // One parcel of `items` items is done; ends the span once the group is complete.
-  void parcel_done(std::uint64_t items) noexcept {
-    untimed_items_ += items;
-    if (++untimed_parcels_ >= group_) record(0);
-  }
-
- private:
-  static std::uint64_t cheap_parcel_ticks() noexcept {
-    static const std::uint64_t limit = sync::detail::to_ticks(cheap_parcel);
-    return limit;
-  }
-
-  WorkerContext& worker_;
-  std::uint64_t mark_ = 0;
-  std::uint64_t blocked_mark_ = 0;
-  std::uint64_t untimed_items_ = 0;
-  std::uint64_t untimed_parcels_ = 0;
-  std::uint64_t group_ = 1;
-};
 
 // Calls `visit(tag, value)` for every entry of `parcel`; `value` is null for a gap.
 template <class T, class Visit>

@@ -1,0 +1,42 @@
+#include "conveyor/framework/detail/control.hpp"
+
+#include <mutex>
+#include <utility>
+
+namespace conveyor::detail {
+
+void Control::fail(std::exception_ptr error) {
+  {
+    std::lock_guard lock(error_mutex_);
+    if (!first_error_) first_error_ = std::move(error);
+  }
+  raise(failed_bit);
+  cancel();
+}
+
+void Control::cancel() {
+  if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
+  for (sync::Doorbell* bell : doorbells_)
+    bell->ring_any();
+}
+
+void Control::wait_for_change(std::int32_t seen) noexcept { sync::detail::futex_wait(word_, seen); }
+
+void Control::wait_for_change_until(std::int32_t seen,
+                                    std::chrono::steady_clock::time_point deadline) noexcept {
+  sync::detail::futex_wait_until(word_, seen, deadline);
+}
+
+std::exception_ptr Control::first_error() const {
+  std::lock_guard lock(error_mutex_);
+  return first_error_;
+}
+
+void Control::raise(std::int32_t bit) noexcept {
+  // acq_rel: a request is an event the supervisor acts on; the wake is a system call, which is
+  // async-signal-safe.
+  word_.fetch_or(bit, std::memory_order_acq_rel);
+  sync::detail::futex_wake(word_, 1);
+}
+
+}  // namespace conveyor::detail
