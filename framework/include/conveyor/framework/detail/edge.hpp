@@ -33,13 +33,14 @@ template <class T>
 class Edge final : public EdgeBase {
  public:
   Edge(std::size_t producers, std::size_t consumers, std::size_t lane_capacity)
-      : producers_(producers), consumers_(consumers) {
-    lanes_.reserve(producers * consumers);
-    returns_.reserve(producers * consumers);
+      : producers_(producers),
+        consumers_(consumers),
+        lanes_(std::make_unique<std::unique_ptr<Lane>[]>(producers * consumers)),
+        returns_(std::make_unique<std::unique_ptr<Return>[]>(producers * consumers)) {
     for (std::size_t i = 0; i < producers * consumers; ++i) {
-      lanes_.push_back(std::make_unique<sync::SpscRing<Parcel<T>>>(lane_capacity));
+      lanes_[i] = std::make_unique<Lane>(lane_capacity);
       // Room for every batch that can be in the lane, plus the one in each worker's hands.
-      returns_.push_back(std::make_unique<sync::SpscRing<Batch<T>>>(lane_capacity + 2));
+      returns_[i] = std::make_unique<Return>(lane_capacity + 2);
     }
   }
 
@@ -67,28 +68,32 @@ class Edge final : public EdgeBase {
 
   [[nodiscard]] std::size_t depth() const override {
     std::size_t total = 0;
-    for (const auto& lane : lanes_)
-      total += lane->size_approx();
+    for (std::size_t i = 0; i < producers_ * consumers_; ++i)
+      total += lanes_[i]->size_approx();
     return total;
   }
 
   [[nodiscard]] std::size_t capacity() const override {
     std::size_t total = 0;
-    for (const auto& lane : lanes_)
-      total += lane->capacity();
+    for (std::size_t i = 0; i < producers_ * consumers_; ++i)
+      total += lanes_[i]->capacity();
     return total;
   }
 
  private:
-  sync::SpscRing<Parcel<T>>& lane(std::size_t producer, std::size_t consumer) const {
+  using Lane = sync::SpscRing<Parcel<T>>;
+  using Return = sync::SpscRing<Batch<T>>;
+
+  Lane& lane(std::size_t producer, std::size_t consumer) const {
     return *lanes_[producer * consumers_ + consumer];
   }
 
   const std::size_t producers_;
   const std::size_t consumers_;
-  std::vector<std::unique_ptr<sync::SpscRing<Parcel<T>>>> lanes_;
+  // producers x consumers, the producer's index first.
+  const std::unique_ptr<std::unique_ptr<Lane>[]> lanes_;
   // Emptied batches on their way back to the producer, one ring beside each lane.
-  std::vector<std::unique_ptr<sync::SpscRing<Batch<T>>>> returns_;
+  const std::unique_ptr<std::unique_ptr<Return>[]> returns_;
 };
 
 }  // namespace conveyor::detail

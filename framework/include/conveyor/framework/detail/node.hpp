@@ -52,10 +52,30 @@ struct Wiring {
   WindowGate* input_gate = nullptr;
 };
 
+class NodeBase;
+
+// One node's running form: its wiring, and what each of its workers runs. run_worker (compiled
+// once, in framework/src) sets up the worker's context, calls `run`, and records a throw as the
+// pipeline's failure.
 class Instance {
  public:
-  virtual ~Instance() = default;
-  virtual void run_worker(std::size_t worker) = 0;
+  Instance(NodeBase& node, const Wiring& wiring);
+  virtual ~Instance();
+
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  void run_worker(std::size_t worker) noexcept;
+
+ protected:
+  // The worker's loop, on its own context.
+  virtual void run(WorkerContext& context, std::size_t worker) = 0;
+
+  [[nodiscard]] const Wiring& wiring() const noexcept { return wiring_; }
+
+ private:
+  NodeBase& node_;
+  const Wiring wiring_;
 };
 
 class NodeBase {
@@ -98,17 +118,6 @@ class NodeBase {
   [[nodiscard]] virtual std::unique_ptr<Instance> instantiate(const Wiring& wiring) = 0;
 
  protected:
-  // Runs one worker's body, recording a failure (which cancels the pipeline).
-  template <class Body>
-  static void guarded(Control& control, WorkerCounters& counters, Body&& body) noexcept {
-    try {
-      body();
-    } catch (...) {
-      counters.errors.add(1);
-      control.fail(std::current_exception());
-    }
-  }
-
   // For a node that emits Out.
   template <class Out>
   [[nodiscard]] std::unique_ptr<EdgeBase> edge_for(std::size_t consumers,
@@ -172,44 +181,37 @@ class SourceNode final : public NodeBase {
   class Run final : public Instance {
    public:
     Run(SourceNode& node, const Wiring& wiring)
-        : node_(node), wiring_(wiring), code_(node.prototype_.instances(1)) {}
-
-    void run_worker(std::size_t worker) override {
-      Control& control = *wiring_.control;
-      WorkerCounters& counters = node_.counters(worker);
-      guarded(control, counters, [&] {
-        WorkerContext context(*wiring_.own[worker], control, counters, worker,
-                              wiring_.owed[worker]);
-        auto& output = static_cast<Edge<Out>&>(*wiring_.output);
-        OutPort<Out> port(context, output.producer_side(worker, wiring_.downstream),
-                          *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
-                          wiring_.output_gate);
-        SourceBody<F, Out> body(std::move(code_[worker]));
-        BusyClock clock(context);
-        if constexpr (SourceBody<F, Out>::pulled) {
-          // A pulled source fills whole batches in one loop when the port batches, and is
-          // otherwise called item by item; either way it is not called again once a stop is
-          // requested, and what it returned is delivered.
-          if (port.pulls()) {
-            (void)port.pull([&] { return body.next(); });
-          } else {
-            while (!context.cancelled() && !context.stop_requested()) {
-              auto item = body.next();
-              if (!item || !port.emit(std::move(*item))) break;
-            }
-          }
-        } else {
-          Emit<Out> emit(port, true);
-          body.run(emit);
-        }
-        clock.record(0);
-        if (!context.cancelled()) port.close();
-      });
-    }
+        : Instance(node, wiring), code_(node.prototype_.instances(1)) {}
 
    private:
-    SourceNode& node_;
-    const Wiring wiring_;
+    void run(WorkerContext& context, std::size_t worker) override {
+      const Wiring& wiring = this->wiring();
+      auto& output = static_cast<Edge<Out>&>(*wiring.output);
+      OutPort<Out> port(context, output.producer_side(worker, wiring.downstream),
+                        *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
+                        wiring.output_gate);
+      SourceBody<F, Out> body(std::move(code_[worker]));
+      BusyClock clock(context);
+      if constexpr (SourceBody<F, Out>::pulled) {
+        // A pulled source fills whole batches in one loop when the port batches, and is
+        // otherwise called item by item; either way it is not called again once a stop is
+        // requested, and what it returned is delivered.
+        if (port.pulls()) {
+          (void)port.pull([&] { return body.next(); });
+        } else {
+          while (!context.cancelled() && !context.stop_requested()) {
+            auto item = body.next();
+            if (!item || !port.emit(std::move(*item))) break;
+          }
+        }
+      } else {
+        Emit<Out> emit(port, true);
+        body.run(emit);
+      }
+      clock.record(0);
+      if (!context.cancelled()) port.close();
+    }
+
     std::vector<F> code_;
   };
 
@@ -264,67 +266,63 @@ class StageNode final : public NodeBase {
   class Run final : public Instance {
    public:
     Run(StageNode& node, const Wiring& wiring)
-        : node_(node), wiring_(wiring), code_(node.prototype_.instances(node.workers())) {}
-
-    void run_worker(std::size_t worker) override {
-      Control& control = *wiring_.control;
-      WorkerCounters& counters = node_.counters(worker);
-      guarded(control, counters, [&] {
-        WorkerContext context(*wiring_.own[worker], control, counters, worker,
-                              wiring_.owed[worker]);
-        auto& input = static_cast<Edge<In>&>(*wiring_.input);
-        auto& output = static_cast<Edge<Out>&>(*wiring_.output);
-        InPort<In> in(context, input.consumer_side(worker, wiring_.upstream));
-        OutPort<Out> out(context, output.producer_side(worker, wiring_.downstream),
-                         *wiring_.output_dispatch, wiring_.output_batch, wiring_.output_tagging,
-                         wiring_.output_gate);
-        Emit<Out> emit(out, false);
-        StageBody<F, In, Out> body(std::move(code_[worker]));
-        auto flush_batches = [&] { out.flush(); };
-        bool completed = false;
-        if (node_.mode() == Mode::serial_in_order) {
-          ReorderBuffer<In> reorder(wiring_.reorder_window);
-          completed = consume_in_order(
-              in, context, reorder, wiring_.input_gate,
-              [&](In&& item) {
-                counters.items_in.add(1);
-                body.process(std::move(item), emit);
-              },
-              flush_batches);
-        } else {
-          completed = consume_unordered(
-              in, context,
-              [&](Batch<In>& run) {
-                if constexpr (StageBody<F, In, Out>::maps) {
-                  if (!out.takes_runs_of(run.size())) return false;
-                  map_run(run, body, in, out, counters);
-                  return true;
-                } else {
-                  return false;
-                }
-              },
-              [&](const Tag& tag, In* value) -> std::uint64_t {
-                out.begin_item(tag);
-                std::uint64_t given = 0;
-                if (value != nullptr) {
-                  counters.items_in.add(1);
-                  body.process(std::move(*value), emit);
-                  given = 1;
-                }
-                out.end_item();
-                return given;
-              },
-              flush_batches);
-        }
-        if (!completed) return;
-        BusyClock clock(context);
-        body.flush(emit);
-        clock.record(0);
-        if (!context.cancelled()) out.close();
-      });
-    }
+        : Instance(node, wiring), node_(node), code_(node.prototype_.instances(node.workers())) {}
 
    private:
+    void run(WorkerContext& context, std::size_t worker) override {
+      const Wiring& wiring = this->wiring();
+      WorkerCounters& counters = context.counters();
+      auto& input = static_cast<Edge<In>&>(*wiring.input);
+      auto& output = static_cast<Edge<Out>&>(*wiring.output);
+      InPort<In> in(context, input.consumer_side(worker, wiring.upstream));
+      OutPort<Out> out(context, output.producer_side(worker, wiring.downstream),
+                       *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
+                       wiring.output_gate);
+      Emit<Out> emit(out, false);
+      StageBody<F, In, Out> body(std::move(code_[worker]));
+      auto flush_batches = [&] { out.flush(); };
+      bool completed = false;
+      if (node_.mode() == Mode::serial_in_order) {
+        ReorderBuffer<In> reorder(wiring.reorder_window);
+        completed = consume_in_order(
+            in, context, reorder, wiring.input_gate,
+            [&](In&& item) {
+              counters.items_in.add(1);
+              body.process(std::move(item), emit);
+            },
+            flush_batches);
+      } else {
+        completed = consume_unordered(
+            in, context,
+            [&](Batch<In>& run) {
+              if constexpr (StageBody<F, In, Out>::maps) {
+                if (!out.takes_runs_of(run.size())) return false;
+                map_run(run, body, in, out, counters);
+                return true;
+              } else {
+                return false;
+              }
+            },
+            [&](const Tag& tag, In* value) -> std::uint64_t {
+              out.begin_item(tag);
+              std::uint64_t given = 0;
+              if (value != nullptr) {
+                counters.items_in.add(1);
+                body.process(std::move(*value), emit);
+                given = 1;
+              }
+              out.end_item();
+              return given;
+            },
+            flush_batches);
+      }
+      if (!completed) return;
+      BusyClock clock(context);
+      body.flush(emit);
+      clock.record(0);
+      if (!context.cancelled()) out.close();
+    }
+
     // A mapping stage's run of inputs, in one loop: the outputs keep the run form and go out as
     // one batch. With the same input and output type the run is mapped in place (each output is
     // constructed where its input was, as the per-item path constructs it) and its storage goes on
@@ -368,7 +366,6 @@ class StageNode final : public NodeBase {
     }
 
     StageNode& node_;
-    const Wiring wiring_;
     std::vector<F> code_;
   };
 
@@ -400,44 +397,40 @@ class SinkNode final : public NodeBase {
   class Run final : public Instance {
    public:
     Run(SinkNode& node, const Wiring& wiring)
-        : node_(node), wiring_(wiring), code_(node.prototype_.instances(node.workers())) {}
-
-    void run_worker(std::size_t worker) override {
-      Control& control = *wiring_.control;
-      WorkerCounters& counters = node_.counters(worker);
-      guarded(control, counters, [&] {
-        WorkerContext context(*wiring_.own[worker], control, counters, worker);
-        auto& input = static_cast<Edge<In>&>(*wiring_.input);
-        InPort<In> in(context, input.consumer_side(worker, wiring_.upstream));
-        SinkBody<F, In> body(std::move(code_[worker]));
-        auto consume = [&](In&& item) {
-          counters.items_in.add(1);
-          body.process(std::move(item));
-        };
-        bool completed = false;
-        if (node_.mode() == Mode::serial_in_order) {
-          ReorderBuffer<In> reorder(wiring_.reorder_window);
-          completed = consume_in_order(in, context, reorder, wiring_.input_gate, consume, [] {});
-        } else {
-          completed = consume_unordered(
-              in, context, [](Batch<In>&) { return false; },
-              [&](const Tag&, In* value) -> std::uint64_t {
-                if (value == nullptr) return 0;
-                consume(std::move(*value));
-                return 1;
-              },
-              [] {});
-        }
-        if (!completed) return;
-        BusyClock clock(context);
-        body.flush();
-        clock.record(0);
-      });
-    }
+        : Instance(node, wiring), node_(node), code_(node.prototype_.instances(node.workers())) {}
 
    private:
+    void run(WorkerContext& context, std::size_t worker) override {
+      const Wiring& wiring = this->wiring();
+      WorkerCounters& counters = context.counters();
+      auto& input = static_cast<Edge<In>&>(*wiring.input);
+      InPort<In> in(context, input.consumer_side(worker, wiring.upstream));
+      SinkBody<F, In> body(std::move(code_[worker]));
+      auto consume = [&](In&& item) {
+        counters.items_in.add(1);
+        body.process(std::move(item));
+      };
+      bool completed = false;
+      if (node_.mode() == Mode::serial_in_order) {
+        ReorderBuffer<In> reorder(wiring.reorder_window);
+        completed = consume_in_order(in, context, reorder, wiring.input_gate, consume, [] {});
+      } else {
+        completed = consume_unordered(
+            in, context, [](Batch<In>&) { return false; },
+            [&](const Tag&, In* value) -> std::uint64_t {
+              if (value == nullptr) return 0;
+              consume(std::move(*value));
+              return 1;
+            },
+            [] {});
+      }
+      if (!completed) return;
+      BusyClock clock(context);
+      body.flush();
+      clock.record(0);
+    }
+
     SinkNode& node_;
-    const Wiring wiring_;
     std::vector<F> code_;
   };
 
