@@ -1,5 +1,7 @@
 #include <cstddef>
 #include <exception>
+#include <stdexcept>
+#include <typeindex>
 
 #include "conveyor/framework/detail/node.hpp"
 
@@ -21,6 +23,26 @@ void Instance::run_worker(std::size_t worker) noexcept {
     // The failure cancels the pipeline.
     counters.errors.add(1);
     control.fail(std::current_exception());
+  }
+}
+
+void check_input_options(const NodeBase& node, const std::type_info& item, bool item_copyable) {
+  const StageOptions& options = node.options();
+  if (options.channel.capacity() == 0) {
+    throw std::invalid_argument("stage '" + node.name() + "': a channel needs at least one slot");
+  }
+  if (options.batch == 0) {
+    throw std::invalid_argument("stage '" + node.name() + "': the batch size must be at least 1");
+  }
+  const Dispatch& dispatch = options.dispatch;
+  if (dispatch.kind() == Dispatch::Kind::by_key && dispatch.item_type() != std::type_index(item)) {
+    throw std::invalid_argument("stage '" + node.name() +
+                                "': Dispatch::by_key's key function takes another type than the "
+                                "items this stage receives");
+  }
+  if (dispatch.kind() == Dispatch::Kind::broadcast && !item_copyable && node.workers() > 1) {
+    throw std::invalid_argument("stage '" + node.name() +
+                                "': Dispatch::broadcast needs copyable items");
   }
 }
 

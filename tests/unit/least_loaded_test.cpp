@@ -38,6 +38,7 @@ class Lanes {
     for (std::size_t i = 0; i < count; ++i) {
       owned_.push_back(std::make_unique<SpscRing<int>>(capacity));
       lanes_.push_back(owned_.back().get());
+      indices_.push_back(owned_.back().get());
     }
   }
   void fill(std::size_t lane, int parcels) {
@@ -46,11 +47,14 @@ class Lanes {
       ASSERT_TRUE(lanes_[lane]->try_push(value));
     }
   }
-  [[nodiscard]] const std::vector<SpscRing<int>*>& lanes() const { return lanes_; }
+  [[nodiscard]] const std::vector<conveyor::sync::detail::RingIndices*>& lanes() const {
+    return indices_;
+  }
 
  private:
   std::vector<std::unique_ptr<SpscRing<int>>> owned_;
   std::vector<SpscRing<int>*> lanes_;
+  std::vector<conveyor::sync::detail::RingIndices*> indices_;
 };
 
 TEST(LeastLoadedLaneTest, PicksTheLaneWithTheFewestParcels) {

@@ -9,25 +9,24 @@
 // End of stream (fan-in): each producer closes its lane after its last item, which is the done
 // sentinel; the port reports the end once every lane is closed and drained.
 //
-// Contract: used by its worker only.
+// Contract: used by its worker only. What does not depend on T is InLanes (in_lanes.hpp).
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/in_lanes.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
-#include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/doorbell.hpp"
 #include "conveyor/sync/spsc_ring.hpp"
 
 namespace conveyor::detail {
 
 template <class T>
-class InPort {
+class InPort : public InLanes {
  public:
   struct Lanes {
     std::vector<sync::SpscRing<Parcel<T>>*> lanes;   // one per producer worker
@@ -35,50 +34,22 @@ class InPort {
     std::vector<Doorbell*> producers;                // their doorbells, same order
   };
 
-  static constexpr std::size_t burst = 32;
-
   InPort(WorkerContext& worker, Lanes lanes)
-      : worker_(worker),
+      : InLanes(worker, {lanes.lanes.begin(), lanes.lanes.end()}, std::move(lanes.producers)),
         lanes_(std::move(lanes.lanes)),
-        returns_(std::move(lanes.returns)),
-        producers_(std::move(lanes.producers)),
-        finished_(lanes_.size(), false),
-        open_lanes_(lanes_.size()) {
-    CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == producers_.size(),
-                      "InPort: one lane and one doorbell per producer worker");
-    thresholds_.reserve(lanes_.size());
-    for (const auto* lane : lanes_) {
-      thresholds_.push_back(std::max<std::size_t>(1, lane->capacity() / 2));
-    }
-    worker_.add_recheck(
-        {this, [](const void* self) { static_cast<const InPort*>(self)->recheck(); }});
-  }
-
-  ~InPort() { worker_.remove_recheck(this); }
-
-  InPort(const InPort&) = delete;
-  InPort& operator=(const InPort&) = delete;
+        returns_(std::move(lanes.returns)) {}
 
   // The next parcel without waiting, or nullopt if every open lane is empty.
   std::optional<Parcel<T>> try_pop() {
     // One object returned on every path, so that the parcel moves only once, from its slot.
     std::optional<Parcel<T>> parcel;
-    const std::size_t count = lanes_.size();
-    if (taken_in_burst_ >= burst) {
-      taken_in_burst_ = 0;
-      current_ = current_ + 1 == count ? 0 : current_ + 1;
-    }
+    const std::size_t count = lane_count();
+    const std::size_t first = first_lane();
     for (std::size_t step = 0; step < count; ++step) {
-      std::size_t lane = current_ + step;
+      std::size_t lane = first + step;
       if (lane >= count) lane -= count;
-      if (finished_[lane]) continue;
+      if (finished(lane)) continue;
       if (lanes_[lane]->try_pop_into(parcel)) {
-        if (lane != current_) {
-          current_ = lane;
-          taken_in_burst_ = 0;
-        }
-        ++taken_in_burst_;
-        last_lane_ = lane;
         popped(lane);
         return parcel;
       }
@@ -92,66 +63,20 @@ class InPort {
   std::optional<Parcel<T>> pop(BeforeSleep&& before_sleep) {
     for (;;) {
       if (auto parcel = try_pop()) return parcel;
-      if (ended() || worker_.cancelled()) return std::nullopt;
-      if (!worker_.wait(
-              WaitReason::items, [&] { return anything_ready(); }, before_sleep,
-              worker_.counters().blocked_pop_ticks)) {
-        return std::nullopt;
-      }
+      if (ended() || worker().cancelled()) return std::nullopt;
+      if (!wait_for_items(before_sleep)) return std::nullopt;
     }
   }
 
   // Hands an emptied batch back to the producer of the last parcel popped, for reuse.
   void recycle(Batch<T>&& batch) {
     batch.clear();
-    (void)returns_[last_lane_]->try_push(batch);  // if the ring is full, the storage just goes
-  }
-
-  // True once every lane is closed and drained.
-  [[nodiscard]] bool ended() {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      if (!finished_[lane] && lanes_[lane]->finished()) {
-        finished_[lane] = true;
-        --open_lanes_;
-      }
-    }
-    return open_lanes_ == 0;
+    (void)returns_[last_lane()]->try_push(batch);  // if the ring is full, the storage just goes
   }
 
  private:
-  bool anything_ready() {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      if (finished_[lane]) continue;
-      if (lanes_[lane]->has_element() || lanes_[lane]->finished()) return true;
-    }
-    return false;
-  }
-
-  // Wakes the lane's producer if it waits for room and the lane is at least half free.
-  void popped(std::size_t lane) {
-    producers_[lane]->ring_after_hand_over(WaitReason::space, [&] { return half_free(lane); });
-  }
-
-  // Before the worker sleeps (sync::Waiter's rechecks): what popped() may have missed.
-  void recheck() const {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane)
-      producers_[lane]->ring_on_recheck(WaitReason::space, [&] { return half_free(lane); });
-  }
-
-  [[nodiscard]] bool half_free(std::size_t lane) const {
-    return lanes_[lane]->free_after_pop() >= thresholds_[lane];
-  }
-
-  WorkerContext& worker_;
   const std::vector<sync::SpscRing<Parcel<T>>*> lanes_;
   const std::vector<sync::SpscRing<Batch<T>>*> returns_;
-  const std::vector<Doorbell*> producers_;
-  std::vector<std::size_t> thresholds_;
-  std::vector<bool> finished_;
-  std::size_t open_lanes_;
-  std::size_t current_ = 0;
-  std::size_t taken_in_burst_ = 0;
-  std::size_t last_lane_ = 0;
 };
 
 }  // namespace conveyor::detail

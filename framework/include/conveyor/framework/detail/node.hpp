@@ -12,10 +12,9 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <typeindex>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -218,27 +217,13 @@ class SourceNode final : public NodeBase {
   Prototype<F> prototype_;
 };
 
-// Checks shared by stages and sinks: the options of the edge into them.
+// Checks shared by stages and sinks: the options of the edge into them, for items of type
+// `item` (copyable or not). Throws std::invalid_argument.
+void check_input_options(const NodeBase& node, const std::type_info& item, bool item_copyable);
+
 template <class In>
 void check_input_options(const NodeBase& node) {
-  const StageOptions& options = node.options();
-  if (options.channel.capacity() == 0) {
-    throw std::invalid_argument("stage '" + node.name() + "': a channel needs at least one slot");
-  }
-  if (options.batch == 0) {
-    throw std::invalid_argument("stage '" + node.name() + "': the batch size must be at least 1");
-  }
-  const Dispatch& dispatch = options.dispatch;
-  if (dispatch.kind() == Dispatch::Kind::by_key && dispatch.item_type() != typeid(In)) {
-    throw std::invalid_argument("stage '" + node.name() +
-                                "': Dispatch::by_key's key function takes another type than the "
-                                "items this stage receives");
-  }
-  if (dispatch.kind() == Dispatch::Kind::broadcast && !std::is_copy_constructible_v<In> &&
-      node.workers() > 1) {
-    throw std::invalid_argument("stage '" + node.name() +
-                                "': Dispatch::broadcast needs copyable items");
-  }
+  check_input_options(node, typeid(In), std::is_copy_constructible_v<In>);
 }
 
 template <class In, class Out, class F>

@@ -21,6 +21,8 @@
 // or ends. Before sleeping for room in the window the port flushes its batches, because the
 // in-order stage may be waiting for what they hold.
 //
+// What does not depend on T is OutLanes (out_lanes.hpp).
+//
 // Contract: used by its worker only. `emit` returns false once the pipeline is cancelled (the item
 // is dropped). `close` ends the stream on every lane; it is not called after a cancellation.
 #pragma once
@@ -35,12 +37,11 @@
 #include <utility>
 #include <vector>
 
-#include "conveyor/framework/detail/least_loaded.hpp"
+#include "conveyor/framework/detail/out_lanes.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/framework/options.hpp"
-#include "conveyor/sync/deferred_wakes.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/doorbell.hpp"
 #include "conveyor/sync/spsc_ring.hpp"
@@ -55,7 +56,7 @@ enum class Tagging {
 };
 
 template <class T>
-class OutPort {
+class OutPort : public OutLanes {
  public:
   struct Lanes {
     std::vector<sync::SpscRing<Parcel<T>>*> lanes;   // one per consumer worker
@@ -65,29 +66,17 @@ class OutPort {
 
   OutPort(WorkerContext& worker, Lanes lanes, const Dispatch& dispatch, std::size_t batch,
           Tagging tagging, WindowGate* gate)
-      : worker_(worker),
+      : OutLanes(worker, {lanes.lanes.begin(), lanes.lanes.end()}, std::move(lanes.consumers),
+                 gate),
+        worker_(worker),
         lanes_(std::move(lanes.lanes)),
         returns_(std::move(lanes.returns)),
-        consumers_(std::move(lanes.consumers)),
         dispatch_(dispatch),
         batch_(batch),
         tagging_(tagging),
-        gate_(gate),
         collected_(dispatch.kind() == Dispatch::Kind::by_key ? lanes_.size() : 1) {
-    wakes_.reserve(lanes_.size());
-    for (const auto* lane : lanes_)
-      wakes_.emplace_back(lane->capacity(), worker_.owed());
-    CONVEYOR_CONTRACT(!lanes_.empty() && lanes_.size() == consumers_.size(),
-                      "OutPort: one lane and one doorbell per consumer worker");
     CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
-    worker_.add_recheck(
-        {this, [](const void* self) { static_cast<const OutPort*>(self)->recheck(); }});
   }
-
-  ~OutPort() { worker_.remove_recheck(this); }
-
-  OutPort(const OutPort&) = delete;
-  OutPort& operator=(const OutPort&) = delete;
 
   // The worker's stage code emits an item. False once the pipeline is cancelled.
   bool emit(T&& value) {
@@ -158,11 +147,7 @@ class OutPort {
   // End of stream: the done sentinel on every lane.
   void close() {
     if (!flush()) return;
-    for (sync::SpscRing<Parcel<T>>* lane : lanes_)
-      lane->close();
-    for (Doorbell* consumer : consumers_)
-      consumer->ring(WaitReason::items);
-    if (worker_.owed() != nullptr) worker_.owed()->deliver();
+    close_lanes();
   }
 
   // --- Whole runs (batch-level fast paths) ---
@@ -224,17 +209,16 @@ class OutPort {
   bool pull(Next&& next) {
     CONVEYOR_CONTRACT(pulls(), "OutPort::pull: a batched source's port");
     for (;;) {
-      if (gate_ != nullptr && tagging_ == Tagging::sequencer &&
-          next_seq_ >= released_ + gate_->window()) {
-        // Numbers only within the ordering window (waiting flushes what was collected).
-        released_ = gate_->released();
-        if (next_seq_ >= released_ + gate_->window() && !wait_for_window(next_seq_)) return false;
+      // Numbers only within the ordering window (waiting flushes what was collected).
+      if (tagging_ == Tagging::sequencer && !window_open(next_seq_) &&
+          !wait_for_window(next_seq_)) {
+        return false;
       }
       Batch<T>& batch = collected_[0];
       if (batch.capacity() == 0) batch = fresh_batch();
       std::uint64_t room = batch_ - batch.size();
-      if (gate_ != nullptr && tagging_ == Tagging::sequencer) {
-        room = std::min<std::uint64_t>(room, released_ + gate_->window() - next_seq_);
+      if (gate() != nullptr && tagging_ == Tagging::sequencer) {
+        room = std::min<std::uint64_t>(room, released() + gate()->window() - next_seq_);
       }
       std::vector<T>& values = batch.extend_run(next_seq_);
       std::uint64_t taken = 0;
@@ -265,32 +249,17 @@ class OutPort {
     }
   }
 
-  [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
-  [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
-
  private:
   // The next number, once the window has room for it; nullopt if cancelled first.
   [[gnu::always_inline]] std::optional<Tag> next_sequence_tag() {
     const std::uint64_t seq = next_seq_;
-    if (gate_ != nullptr && seq >= released_ + gate_->window()) {
-      released_ = gate_->released();
-      if (seq >= released_ + gate_->window() && !wait_for_window(seq)) return std::nullopt;
-    }
+    if (!window_open(seq) && !wait_for_window(seq)) return std::nullopt;
     ++next_seq_;
     return Tag::fresh(seq);
   }
 
   bool wait_for_window(std::uint64_t seq) {
-    // The in-order stage may be waiting for what the batches hold.
-    if (!flush()) return false;
-    gate_->request_wake_at(seq);
-    return worker_.wait(
-        WaitReason::window,
-        [&] {
-          released_ = gate_->released();
-          return seq < released_ + gate_->window();
-        },
-        [] {}, worker_.counters().blocked_push_ticks);
+    return OutLanes::wait_for_window(seq, [this] { return flush(); });
   }
 
   [[gnu::always_inline]] bool send(Entry<T>&& entry) {
@@ -368,15 +337,12 @@ class OutPort {
   // Into the lane that holds the fewest parcels; waits while every lane is full.
   bool push_least_loaded(Parcel<T>& parcel) {
     for (;;) {
-      const std::size_t lane = least_loaded_lane(lanes_, finger_);
+      const std::size_t lane = least_loaded();
       if (lane < lanes_.size() && lanes_[lane]->try_push(parcel)) {
-        finger_ = lane + 1 == lanes_.size() ? 0 : lane + 1;
-        pushed(lane);
+        pushed_past_finger(lane);
         return true;
       }
-      if (!wait_for_room([&] { return least_loaded_lane(lanes_, finger_) < lanes_.size(); })) {
-        return false;
-      }
+      if (!wait_for_least_loaded()) return false;
     }
   }
 
@@ -389,29 +355,22 @@ class OutPort {
   [[gnu::always_inline]] bool push_round_robin(TryPush&& try_push) {
     const std::size_t count = lanes_.size();
     for (;;) {
+      const std::size_t first = finger();
       for (std::size_t step = 0; step < count; ++step) {
-        std::size_t lane = finger_ + step;
+        std::size_t lane = first + step;
         if (lane >= count) lane -= count;
         if (try_push(*lanes_[lane])) {
-          finger_ = lane + 1 == count ? 0 : lane + 1;
-          pushed(lane);
+          pushed_past_finger(lane);
           return true;
         }
       }
-      if (!wait_for_room([&] {
-            for (sync::SpscRing<Parcel<T>>* lane : lanes_) {
-              if (lane->free_slots() > 0) return true;
-            }
-            return false;
-          })) {
-        return false;
-      }
+      if (!wait_for_room()) return false;
     }
   }
 
   bool push_into(std::size_t lane, Parcel<T>& parcel) {
     while (!lanes_[lane]->try_push(parcel)) {
-      if (!wait_for_room([&] { return lanes_[lane]->free_slots() > 0; })) return false;
+      if (!wait_for_room(lane)) return false;
     }
     pushed(lane);
     return true;
@@ -431,36 +390,15 @@ class OutPort {
     }
   }
 
-  template <class Ready>
-  bool wait_for_room(Ready&& ready) {
-    return worker_.wait(
-        WaitReason::space, ready, [] {}, worker_.counters().blocked_push_ticks);
-  }
-
-  // Wakes the lane's consumer, or defers the wake (sync/deferred_wakes.hpp).
-  void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
-
-  // Before the worker sleeps (sync::Waiter's rechecks): what pushed() may have missed.
-  void recheck() const {
-    for (std::size_t lane = 0; lane < lanes_.size(); ++lane) {
-      consumers_[lane]->ring_on_recheck(WaitReason::items,
-                                        [&] { return lanes_[lane]->size_approx() > 0; });
-    }
-  }
-
   WorkerContext& worker_;
   const std::vector<sync::SpscRing<Parcel<T>>*> lanes_;
   const std::vector<sync::SpscRing<Batch<T>>*> returns_;
-  const std::vector<Doorbell*> consumers_;
   const Dispatch& dispatch_;
   const std::size_t batch_;
   const Tagging tagging_;
-  WindowGate* const gate_;
 
-  std::size_t finger_ = 0;
   // Sequencer.
   std::uint64_t next_seq_ = 0;
-  std::uint64_t released_ = 0;
   // Forwarding.
   Tag current_{};
   bool in_item_ = false;
@@ -468,8 +406,6 @@ class OutPort {
   std::vector<T> pending_;
   // Batching: one collection per lane for by_key, one in all otherwise.
   std::vector<Batch<T>> collected_;
-  // Deferred wake-ups, per lane.
-  std::vector<sync::WakeDeferral> wakes_;
 };
 
 }  // namespace conveyor::detail

@@ -25,6 +25,13 @@
 
 namespace conveyor::detail {
 
+// Where a part sits in its slot, and its offset in its item's outputs (compiled once).
+struct PartOrder {
+  std::uint64_t offset;
+  std::size_t index;
+};
+void sort_by_offset(std::vector<PartOrder>& parts);
+
 template <class T>
 class ReorderBuffer {
  public:
@@ -145,12 +152,12 @@ class ReorderBuffer {
       if (parts.size() > 1) {
         // By offset; the parts themselves stay put (T need not be assignable).
         order_.clear();
-        for (Part& part : parts)
-          order_.push_back(&part);
-        std::sort(order_.begin(), order_.end(),
-                  [](const Part* a, const Part* b) { return a->offset < b->offset; });
-        for (Part* part : order_) {
-          if (part->value) deliver(std::move(*part->value));
+        for (std::size_t i = 0; i < parts.size(); ++i)
+          order_.push_back({parts[i].offset, i});
+        sort_by_offset(order_);
+        for (const PartOrder& next : order_) {
+          Part& part = parts[next.index];
+          if (part.value) deliver(std::move(*part.value));
         }
       } else if (parts.front().value) {
         deliver(std::move(*parts.front().value));
@@ -182,7 +189,7 @@ class ReorderBuffer {
   std::vector<Slot> slots_;
   std::vector<Batch<T>> parked_;  // runs that came early, kept whole (a few: one per producer)
   std::vector<Batch<T>> spare_;
-  std::vector<Part*> order_;
+  std::vector<PartOrder> order_;
   std::uint64_t next_ = 0;
   std::vector<T> unsequenced_;
 };

@@ -1,0 +1,81 @@
+// OutLanes: the part of a worker's OutPort (out_port.hpp) that does not depend on the item type:
+// the consumers' doorbells and the wake-ups owed them, the round-robin finger, waiting for room in
+// a lane or in the ordering window, and ending the stream. Compiled once, in framework/src.
+//
+// Contract: OutPort's. Used by its worker only; `pushed(lane)` after every push into `lane`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "conveyor/framework/detail/window_gate.hpp"
+#include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/sync/deferred_wakes.hpp"
+#include "conveyor/sync/detail/ring_indices.hpp"
+#include "conveyor/sync/doorbell.hpp"
+
+namespace conveyor::detail {
+
+class OutLanes {
+ public:
+  OutLanes(const OutLanes&) = delete;
+  OutLanes& operator=(const OutLanes&) = delete;
+
+  [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
+  [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
+
+ protected:
+  OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*> rings,
+           std::vector<Doorbell*> consumers, WindowGate* gate);
+  ~OutLanes();
+
+  [[nodiscard]] std::size_t lane_count() const noexcept { return rings_.size(); }
+
+  // Wakes the lane's consumer, or defers the wake (sync/deferred_wakes.hpp).
+  void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
+
+  // Round-robin: the lane to try first, and a push into `lane` that moves the finger past it.
+  [[nodiscard]] std::size_t finger() const noexcept { return finger_; }
+  void pushed_past_finger(std::size_t lane) {
+    finger_ = lane + 1 == rings_.size() ? 0 : lane + 1;
+    pushed(lane);
+  }
+
+  // Waits until some lane has a free slot (`lane`: that lane); false on cancellation.
+  bool wait_for_room();
+  bool wait_for_room(std::size_t lane);
+
+  // Dispatch::least_loaded: the lane with a free slot that holds the fewest parcels (lane_count()
+  // if every lane is full), and the wait for one.
+  [[nodiscard]] std::size_t least_loaded() const;
+  bool wait_for_least_loaded();
+
+  // Sequencers: the next number once the ordering window has room for it (flushing what the port
+  // collected with `flush` before it sleeps); nullopt if cancelled first.
+  [[nodiscard]] bool window_open(std::uint64_t seq) {
+    if (gate_ == nullptr || seq < released_ + gate_->window()) return true;
+    released_ = gate_->released();
+    return seq < released_ + gate_->window();
+  }
+  bool wait_for_window(std::uint64_t seq, sync::detail::FunctionRef<bool()> flush);
+  [[nodiscard]] WindowGate* gate() const noexcept { return gate_; }
+  [[nodiscard]] std::uint64_t released() const noexcept { return released_; }
+
+  // End of stream: the done sentinel on every lane, and every consumer rung.
+  void close_lanes();
+
+ private:
+  // Before the worker sleeps (sync::Waiter's rechecks): what pushed() may have missed.
+  void recheck() const;
+
+  WorkerContext& worker_;
+  const std::vector<sync::detail::RingIndices*> rings_;
+  const std::vector<Doorbell*> consumers_;
+  WindowGate* const gate_;
+  std::vector<sync::WakeDeferral> wakes_;
+  std::size_t finger_ = 0;
+  std::uint64_t released_ = 0;
+};
+
+}  // namespace conveyor::detail
