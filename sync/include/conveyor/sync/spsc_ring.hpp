@@ -44,7 +44,7 @@ class SpscRing : public detail::RingIndices {
 
  public:
   explicit SpscRing(std::size_t capacity)
-      : RingIndices(capacity), slots_(std::make_unique<detail::RingSlot<T>[]>(capacity)) {}
+      : RingIndices(capacity, new detail::RingSlot<T>[capacity]) {}
 
   SpscRing(const SpscRing&) = delete;
   SpscRing& operator=(const SpscRing&) = delete;
@@ -53,8 +53,9 @@ class SpscRing : public detail::RingIndices {
     const std::uint64_t end = tail_.load(std::memory_order_acquire);
     for (std::uint64_t position = head_.load(std::memory_order_acquire); position != end;
          ++position) {
-      slots_[position % capacity_].destroy();
+      slots()[position % capacity_].destroy();
     }
+    delete[] slots();
   }
 
   // --- producer ---
@@ -65,7 +66,7 @@ class SpscRing : public detail::RingIndices {
   template <class... Args>
   [[nodiscard]] bool try_emplace(Args&&... args) {
     if (free_slots() == 0) return false;
-    slots_[producer_slot_].construct(std::forward<Args>(args)...);
+    slots()[producer_slot_].construct(std::forward<Args>(args)...);
     producer_slot_ = next_slot(producer_slot_);
     ++producer_tail_;
     // Release: the element, for the consumer's acquire of tail_.
@@ -87,7 +88,7 @@ class SpscRing : public detail::RingIndices {
     // and stored on every element.
     std::size_t slot = producer_slot_;
     for (; built < room && first != last; ++built, ++first) {
-      slots_[slot].construct(std::move(*first));
+      slots()[slot].construct(std::move(*first));
       slot = next_slot(slot);
     }
     producer_slot_ = slot;
@@ -110,8 +111,8 @@ class SpscRing : public detail::RingIndices {
   // try_pop into `out`, which must be empty: the element moves straight from its slot.
   [[nodiscard]] bool try_pop_into(std::optional<T>& out) noexcept {
     if (!has_element()) return false;
-    out.emplace(std::move(slots_[consumer_slot_].get()));
-    slots_[consumer_slot_].destroy();
+    out.emplace(std::move(slots()[consumer_slot_].get()));
+    slots()[consumer_slot_].destroy();
     consumer_slot_ = next_slot(consumer_slot_);
     release_slots(1);
     return true;
@@ -136,7 +137,7 @@ class SpscRing : public detail::RingIndices {
     // A local index, as in try_push_bulk; the member follows every element, for a throw.
     std::size_t slot = consumer_slot_;
     for (std::uint64_t i = 0; i < count; ++i) {
-      T element = slots_[slot].take();
+      T element = slots()[slot].take();
       slot = next_slot(slot);
       ++release.taken;
       consumer_slot_ = slot;
@@ -152,7 +153,7 @@ class SpscRing : public detail::RingIndices {
     cached_tail_ = tail_.load(std::memory_order_acquire);
     const std::uint64_t count = cached_tail_ - consumer_head_;
     for (std::uint64_t i = 0; i < count; ++i) {
-      slots_[consumer_slot_].destroy();
+      slots()[consumer_slot_].destroy();
       consumer_slot_ = next_slot(consumer_slot_);
     }
     if (count > 0) release_slots(count);
@@ -160,7 +161,10 @@ class SpscRing : public detail::RingIndices {
   }
 
  private:
-  const std::unique_ptr<detail::RingSlot<T>[]> slots_;
+  // The slots live beside the capacity, on the line both sides only read (ring_indices.hpp).
+  [[nodiscard]] detail::RingSlot<T>* slots() const noexcept {
+    return static_cast<detail::RingSlot<T>*>(storage_);
+  }
 };
 
 }  // namespace conveyor::sync

@@ -15,7 +15,8 @@ namespace conveyor::sync::detail {
 
 class RingIndices {
  public:
-  explicit RingIndices(std::size_t capacity) : capacity_(capacity) {
+  // `storage`: the typed slots, which SpscRing<T> allocates and frees.
+  RingIndices(std::size_t capacity, void* storage) : capacity_(capacity), storage_(storage) {
     CONVEYOR_CONTRACT(capacity >= 1, "SpscRing: the capacity must be at least 1");
   }
 
@@ -92,7 +93,9 @@ class RingIndices {
     head_.store(consumer_head_, std::memory_order_release);
   }
 
+  // Read by both sides, written by neither: one line of their own, away from the written ones.
   const std::size_t capacity_;
+  void* const storage_;
 
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::atomic<bool> closed_{false};
