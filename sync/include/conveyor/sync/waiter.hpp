@@ -26,8 +26,8 @@
 #include <array>
 #include <cstddef>
 
+#include "conveyor/sync/detail/asymmetric_fence.hpp"
 #include "conveyor/sync/detail/contract.hpp"
-#include "conveyor/sync/detail/function_ref.hpp"
 #include "conveyor/sync/doorbell.hpp"
 
 namespace conveyor::sync {
@@ -43,8 +43,33 @@ class Waiter {
   Waiter& operator=(const Waiter&) = delete;
 
   // `deferrable`: ringers may put off the wake-up for a short while (deferred_wakes.hpp).
-  bool wait(WaitReason reason, detail::FunctionRef<bool()> ready,
-            detail::FunctionRef<bool()> cancelled, bool deferrable = true);
+  template <class Ready, class Cancelled>
+  bool wait(WaitReason reason, Ready&& ready, Cancelled&& cancelled, bool deferrable = true) {
+    // The condition holds (or the wait was cancelled): withdraw the announcement.
+    auto settled = [&] {
+      if (!ready() && !cancelled()) return false;
+      bell_.cancel();
+      return true;
+    };
+    bool rechecked = false;
+    for (;;) {
+      if (ready()) return true;
+      if (cancelled()) return false;
+      bell_.prepare(reason, deferrable);
+      if (!rechecked) {
+        for (std::size_t i = 0; i < rechecks_count_; ++i)
+          rechecks_[i].run(rechecks_[i].self);
+        rechecked = true;
+      }
+      if (settled()) continue;
+      if (recovery_ == Recovery::bounded_park && (bell_.park_bounded() || settled())) continue;
+      if (recovery_ != Recovery::none) {
+        detail::asymmetric_fence_heavy();
+        if (settled()) continue;
+      }
+      bell_.park();
+    }
+  }
 
   // A recheck: `run(self)` rings, with Doorbell::ring_on_recheck, every doorbell whose owner may
   // wait for a change this owner made but checked only with ring_after_hand_over.
