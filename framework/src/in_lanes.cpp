@@ -35,20 +35,6 @@ bool InLanes::ended() {
   return open_lanes_ == 0;
 }
 
-bool InLanes::wait_for_items(sync::detail::FunctionRef<void()> before_sleep) {
-  return worker_.wait(
-      WaitReason::items, [this] { return anything_ready(); }, before_sleep,
-      worker_.counters().blocked_pop_ticks);
-}
-
-bool InLanes::anything_ready() {
-  for (std::size_t lane = 0; lane < rings_.size(); ++lane) {
-    if (finished_[lane]) continue;
-    if (rings_[lane]->has_element() || rings_[lane]->finished()) return true;
-  }
-  return false;
-}
-
 void InLanes::recheck() const {
   for (std::size_t lane = 0; lane < rings_.size(); ++lane)
     producers_[lane]->ring_on_recheck(WaitReason::space, [&] { return half_free(lane); });

@@ -21,24 +21,6 @@ OutLanes::OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*
 
 OutLanes::~OutLanes() { worker_.remove_recheck(this); }
 
-bool OutLanes::wait_for_room() {
-  return worker_.wait(
-      WaitReason::space,
-      [this] {
-        for (sync::detail::RingIndices* ring : rings_) {
-          if (ring->free_slots() > 0) return true;
-        }
-        return false;
-      },
-      [] {}, worker_.counters().blocked_push_ticks);
-}
-
-bool OutLanes::wait_for_room(std::size_t lane) {
-  return worker_.wait(
-      WaitReason::space, [this, lane] { return rings_[lane]->free_slots() > 0; }, [] {},
-      worker_.counters().blocked_push_ticks);
-}
-
 std::size_t OutLanes::least_loaded() const { return least_loaded_lane(rings_, finger_); }
 
 bool OutLanes::wait_for_least_loaded() {

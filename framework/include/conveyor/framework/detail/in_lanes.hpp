@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "conveyor/framework/detail/worker_context.hpp"
-#include "conveyor/sync/detail/function_ref.hpp"
 #include "conveyor/sync/detail/ring_indices.hpp"
 #include "conveyor/sync/doorbell.hpp"
 
@@ -31,10 +30,15 @@ class InLanes {
   ~InLanes();
 
   // Waits until some open lane has a parcel or has ended; false on cancellation.
-  bool wait_for_items(sync::detail::FunctionRef<void()> before_sleep);
+  template <class BeforeSleep>
+  bool wait_for_items(BeforeSleep&& before_sleep) {
+    return worker_.wait(
+        WaitReason::items, [this] { return anything_ready(); }, before_sleep,
+        worker_.counters().blocked_pop_ticks);
+  }
 
   // The lane to read first: the current one, or the next once it had its burst.
-  std::size_t first_lane() noexcept {
+  [[gnu::always_inline]] std::size_t first_lane() noexcept {
     if (taken_in_burst_ >= burst) {
       taken_in_burst_ = 0;
       current_ = current_ + 1 == rings_.size() ? 0 : current_ + 1;
@@ -44,7 +48,7 @@ class InLanes {
 
   // A parcel was popped from `lane`: counts it in the burst, and wakes the lane's producer if it
   // waits for room and the lane is at least half free.
-  void popped(std::size_t lane) {
+  [[gnu::always_inline]] void popped(std::size_t lane) {
     if (lane != current_) {
       current_ = lane;
       taken_in_burst_ = 0;
@@ -60,7 +64,13 @@ class InLanes {
   [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
 
  private:
-  bool anything_ready();
+  bool anything_ready() {
+    for (std::size_t lane = 0; lane < rings_.size(); ++lane) {
+      if (finished_[lane]) continue;
+      if (rings_[lane]->has_element() || rings_[lane]->finished()) return true;
+    }
+    return false;
+  }
   // Before the worker sleeps (sync::Waiter's rechecks): what popped() may have missed.
   void recheck() const;
   [[nodiscard]] bool half_free(std::size_t lane) const {

@@ -12,6 +12,7 @@
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/deferred_wakes.hpp"
+#include "conveyor/sync/detail/function_ref.hpp"
 #include "conveyor/sync/detail/ring_indices.hpp"
 #include "conveyor/sync/doorbell.hpp"
 
@@ -33,18 +34,32 @@ class OutLanes {
   [[nodiscard]] std::size_t lane_count() const noexcept { return rings_.size(); }
 
   // Wakes the lane's consumer, or defers the wake (sync/deferred_wakes.hpp).
-  void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
+  [[gnu::always_inline]] void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
 
   // Round-robin: the lane to try first, and a push into `lane` that moves the finger past it.
   [[nodiscard]] std::size_t finger() const noexcept { return finger_; }
-  void pushed_past_finger(std::size_t lane) {
+  [[gnu::always_inline]] void pushed_past_finger(std::size_t lane) {
     finger_ = lane + 1 == rings_.size() ? 0 : lane + 1;
     pushed(lane);
   }
 
   // Waits until some lane has a free slot (`lane`: that lane); false on cancellation.
-  bool wait_for_room();
-  bool wait_for_room(std::size_t lane);
+  bool wait_for_room() {
+    return worker_.wait(
+        WaitReason::space,
+        [this] {
+          for (sync::detail::RingIndices* ring : rings_) {
+            if (ring->free_slots() > 0) return true;
+          }
+          return false;
+        },
+        [] {}, worker_.counters().blocked_push_ticks);
+  }
+  bool wait_for_room(std::size_t lane) {
+    return worker_.wait(
+        WaitReason::space, [this, lane] { return rings_[lane]->free_slots() > 0; }, [] {},
+        worker_.counters().blocked_push_ticks);
+  }
 
   // Dispatch::least_loaded: the lane with a free slot that holds the fewest parcels (lane_count()
   // if every lane is full), and the wait for one.

@@ -11,7 +11,7 @@
 #include "conveyor/framework/detail/control.hpp"
 #include "conveyor/framework/detail/worker_counters.hpp"
 #include "conveyor/sync/deferred_wakes.hpp"
-#include "conveyor/sync/detail/function_ref.hpp"
+#include "conveyor/sync/detail/ticks.hpp"
 #include "conveyor/sync/doorbell.hpp"
 #include "conveyor/sync/waiter.hpp"
 
@@ -34,8 +34,20 @@ class WorkerContext {
   // (which may push parcels and so wait itself), delivers the wake-ups this worker owes, then
   // waits on its doorbell (sync::Waiter, with the bounded park). The time from the first failed
   // check to the return is added to `blocked`.
-  bool wait(WaitReason reason, sync::detail::FunctionRef<bool()> ready,
-            sync::detail::FunctionRef<void()> before_sleep, RelaxedCounter& blocked);
+  template <class Ready, class BeforeSleep>
+  bool wait(WaitReason reason, Ready&& ready, BeforeSleep&& before_sleep, RelaxedCounter& blocked) {
+    const std::uint64_t started = sync::detail::ticks();
+    before_sleep();
+    // Consumers left asleep by this worker's pushes must not wait for it to wake again.
+    if (owed_ != nullptr) owed_->deliver();
+    const bool result = waiter_.wait(
+        reason, ready, [this] { return control_.cancelled(); },
+        parcel_ticks_ < DeferredWakes::dear_parcel_ticks());
+    const std::uint64_t now = sync::detail::ticks();
+    blocked.add(now - started);
+    blocked_ticks_ += now - started;
+    return result;
+  }
 
   // Rechecks of this worker's hand-overs (sync::Waiter): its InPort, its OutPort, a window gate.
   void add_recheck(sync::Waiter::Recheck recheck) noexcept { waiter_.add_recheck(recheck); }
