@@ -20,7 +20,9 @@ void Control::cancel() {
     bell->ring_any();
 }
 
-void Control::wait_for_change(std::int32_t seen) noexcept { sync::detail::futex_wait(word_, seen); }
+void Control::wait_for_change(std::int32_t seen) noexcept {
+  sync::detail::futex_wait(word_, seen);
+}
 
 void Control::wait_for_change_until(std::int32_t seen,
                                     std::chrono::steady_clock::time_point deadline) noexcept {

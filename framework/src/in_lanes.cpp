@@ -23,7 +23,9 @@ InLanes::InLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*> 
       {this, [](const void* self) { static_cast<const InLanes*>(self)->recheck(); }});
 }
 
-InLanes::~InLanes() { worker_.remove_recheck(this); }
+InLanes::~InLanes() {
+  worker_.remove_recheck(this);
+}
 
 bool InLanes::ended() {
   for (std::size_t lane = 0; lane < rings_.size(); ++lane) {

@@ -19,9 +19,13 @@ OutLanes::OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*
       {this, [](const void* self) { static_cast<const OutLanes*>(self)->recheck(); }});
 }
 
-OutLanes::~OutLanes() { worker_.remove_recheck(this); }
+OutLanes::~OutLanes() {
+  worker_.remove_recheck(this);
+}
 
-std::size_t OutLanes::least_loaded() const { return least_loaded_lane(rings_, finger_); }
+std::size_t OutLanes::least_loaded() const {
+  return least_loaded_lane(rings_, finger_);
+}
 
 bool OutLanes::wait_for_least_loaded() {
   return worker_.wait(

@@ -34,7 +34,9 @@ class OutLanes {
   [[nodiscard]] std::size_t lane_count() const noexcept { return rings_.size(); }
 
   // Wakes the lane's consumer, or defers the wake (sync/deferred_wakes.hpp).
-  [[gnu::always_inline]] void pushed(std::size_t lane) { wakes_[lane].after_push(*consumers_[lane]); }
+  [[gnu::always_inline]] void pushed(std::size_t lane) {
+    wakes_[lane].after_push(*consumers_[lane]);
+  }
 
   // Round-robin: the lane to try first, and a push into `lane` that moves the finger past it.
   [[nodiscard]] std::size_t finger() const noexcept { return finger_; }
