@@ -33,19 +33,6 @@ bool OutLanes::wait_for_least_loaded() {
       worker_.counters().blocked_push_ticks);
 }
 
-bool OutLanes::wait_for_window(std::uint64_t seq, sync::detail::FunctionRef<bool()> flush) {
-  // The in-order stage may be waiting for what the batches hold.
-  if (!flush()) return false;
-  gate_->request_wake_at(seq);
-  return worker_.wait(
-      WaitReason::window,
-      [this, seq] {
-        released_ = gate_->released();
-        return seq < released_ + gate_->window();
-      },
-      [] {}, worker_.counters().blocked_push_ticks);
-}
-
 void OutLanes::close_lanes() {
   for (sync::detail::RingIndices* ring : rings_)
     ring->close();

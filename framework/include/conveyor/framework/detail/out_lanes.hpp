@@ -12,7 +12,6 @@
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/deferred_wakes.hpp"
-#include "conveyor/sync/detail/function_ref.hpp"
 #include "conveyor/sync/detail/ring_indices.hpp"
 #include "conveyor/sync/doorbell.hpp"
 
@@ -75,7 +74,19 @@ class OutLanes {
     released_ = gate_->released();
     return seq < released_ + gate_->window();
   }
-  bool wait_for_window(std::uint64_t seq, sync::detail::FunctionRef<bool()> flush);
+  template <class Flush>
+  bool wait_for_window(std::uint64_t seq, Flush&& flush) {
+    // The in-order stage may be waiting for what the batches hold.
+    if (!flush()) return false;
+    gate_->request_wake_at(seq);
+    return worker_.wait(
+        WaitReason::window,
+        [this, seq] {
+          released_ = gate_->released();
+          return seq < released_ + gate_->window();
+        },
+        [] {}, worker_.counters().blocked_push_ticks);
+  }
   [[nodiscard]] WindowGate* gate() const noexcept { return gate_; }
   [[nodiscard]] std::uint64_t released() const noexcept { return released_; }
 
