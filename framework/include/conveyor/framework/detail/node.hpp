@@ -71,6 +71,7 @@ class Instance {
   virtual void run(WorkerContext& context, std::size_t worker) = 0;
 
   [[nodiscard]] const Wiring& wiring() const noexcept { return wiring_; }
+  [[nodiscard]] const NodeBase& node() const noexcept { return node_; }
 
  private:
   NodeBase& node_;
@@ -251,7 +252,7 @@ class StageNode final : public NodeBase {
   class Run final : public Instance {
    public:
     Run(StageNode& node, const Wiring& wiring)
-        : Instance(node, wiring), node_(node), code_(node.prototype_.instances(node.workers())) {}
+        : Instance(node, wiring), code_(node.prototype_.instances(node.workers())) {}
 
    private:
     void run(WorkerContext& context, std::size_t worker) override {
@@ -267,7 +268,7 @@ class StageNode final : public NodeBase {
       StageBody<F, In, Out> body(std::move(code_[worker]));
       auto flush_batches = [&] { out.flush(); };
       bool completed = false;
-      if (node_.mode() == Mode::serial_in_order) {
+      if (node().mode() == Mode::serial_in_order) {
         ReorderBuffer<In> reorder(wiring.reorder_window);
         completed = consume_in_order(
             in, context, reorder, wiring.input_gate,
@@ -350,7 +351,6 @@ class StageNode final : public NodeBase {
       counters.items_in.add(given);
     }
 
-    StageNode& node_;
     std::vector<F> code_;
   };
 
@@ -382,7 +382,7 @@ class SinkNode final : public NodeBase {
   class Run final : public Instance {
    public:
     Run(SinkNode& node, const Wiring& wiring)
-        : Instance(node, wiring), node_(node), code_(node.prototype_.instances(node.workers())) {}
+        : Instance(node, wiring), code_(node.prototype_.instances(node.workers())) {}
 
    private:
     void run(WorkerContext& context, std::size_t worker) override {
@@ -396,7 +396,7 @@ class SinkNode final : public NodeBase {
         body.process(std::move(item));
       };
       bool completed = false;
-      if (node_.mode() == Mode::serial_in_order) {
+      if (node().mode() == Mode::serial_in_order) {
         ReorderBuffer<In> reorder(wiring.reorder_window);
         completed = consume_in_order(in, context, reorder, wiring.input_gate, consume, [] {});
       } else {
@@ -415,7 +415,6 @@ class SinkNode final : public NodeBase {
       clock.record(0);
     }
 
-    SinkNode& node_;
     std::vector<F> code_;
   };
 
