@@ -4,13 +4,10 @@
 #include <string_view>
 
 #include "conveyor/stages/parsers.hpp"
-#include "digits.hpp"
 
 namespace conveyor::stages {
 
 namespace {
-
-using detail::digits;
 
 class Cursor {
  public:
@@ -83,32 +80,6 @@ bool number(std::string_view text, std::int64_t& value) noexcept {
   return true;
 }
 
-// dd/Mon/yyyy:HH:MM:SS +zzzz
-bool clf_time(std::string_view text, std::int64_t& seconds) noexcept {
-  if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' || text[14] != ':' ||
-      text[17] != ':' || text[20] != ' ' || (text[21] != '+' && text[21] != '-')) {
-    return false;
-  }
-  int day = 0;
-  int year = 0;
-  int hour = 0;
-  int minute = 0;
-  int second = 0;
-  int zone_hours = 0;
-  int zone_minutes = 0;
-  const int month = month_number(text.substr(3, 3));
-  if (month == 0 || !digits(text, 0, 2, day) || !digits(text, 7, 4, year) ||
-      !digits(text, 12, 2, hour) || !digits(text, 15, 2, minute) || !digits(text, 18, 2, second) ||
-      !digits(text, 22, 2, zone_hours) || !digits(text, 24, 2, zone_minutes)) {
-    return false;
-  }
-  if (day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
-  const std::int64_t offset = (std::int64_t{zone_hours} * 3600 + std::int64_t{zone_minutes} * 60) *
-                              (text[21] == '-' ? -1 : 1);
-  seconds = epoch_seconds(year, month, day, hour, minute, second) - offset;
-  return true;
-}
-
 // "METHOD path PROTOCOL"; a request that is not three words (garbage, "-") is kept whole as the
 // path, as Apache logs it.
 void split_request(std::string_view request, Record& record) noexcept {
@@ -134,7 +105,7 @@ ParseError parse_clf(std::string_view line, Record& record, bool combined) noexc
     return "not an access log line: expected host, ident and user";
   }
   if (!in.bracketed(record.timestamp)) return "not an access log line: expected [time]";
-  if (!clf_time(record.timestamp, record.time))
+  if (!parse_clf_time(record.timestamp, record.time))
     return "bad time: expected dd/Mon/yyyy:HH:MM:SS +zzzz";
   std::string_view request;
   if (!in.expect(' ') || !in.quoted(request)) return "not an access log line: expected \"request\"";

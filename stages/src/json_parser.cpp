@@ -67,6 +67,7 @@ const std::unordered_map<std::string_view, Slot>& slots() {
       {"request.proto", Slot::protocol},
       {"status", Slot::status},
       {"status_code", Slot::status},
+      {"code", Slot::status},
       {"DownstreamStatus", Slot::status},
       {"response.status", Slot::status},
       {"bytes", Slot::bytes},
@@ -111,12 +112,16 @@ bool to_number(std::string_view text, double& out) noexcept {
   return error == std::errc() && end == text.data() + text.size() && std::isfinite(out);
 }
 
-// Epoch seconds (or milliseconds, when the number is too large for seconds) within what an
-// int64_t holds and a calendar date can show: years 0 to 9999.
+// Epoch seconds, milliseconds, microseconds or nanoseconds, told apart by magnitude (after 1973
+// each unit's count has more digits than the coarser one's), within what an int64_t holds and a
+// calendar date can show: years 0 to 9999.
 bool to_epoch(double number, std::int64_t& out) noexcept {
   constexpr double first = -62167219200.0;  // 0000-01-01T00:00:00Z
   constexpr double last = 253402300799.0;   // 9999-12-31T23:59:59Z
-  const double seconds = number > 1e11 ? number / 1000 : number;
+  const double seconds = number > 1e17   ? number / 1e9
+                         : number > 1e14 ? number / 1e6
+                         : number > 1e11 ? number / 1e3
+                                         : number;
   if (seconds < first || seconds > last) return false;
   out = static_cast<std::int64_t>(seconds);
   return true;
@@ -240,10 +245,11 @@ class Mapper {
     double number = 0;
     switch (slot) {
       case Slot::time:
-        if (is_string) {
-          if (!parse_rfc3339(text, record_.time)) return false;
-        } else {
-          if (!to_number(text, number) || !to_epoch(number, record_.time)) return false;
+        // RFC 3339 or CLF text, or epoch seconds to nanoseconds as a number or in a string.
+        if (!(is_string &&
+              (parse_rfc3339(text, record_.time) || parse_clf_time(text, record_.time))) &&
+            !(to_number(text, number) && to_epoch(number, record_.time))) {
+          return false;
         }
         record_.timestamp = text;
         return true;

@@ -71,4 +71,29 @@ bool parse_rfc3339(std::string_view text, std::int64_t& seconds) noexcept {
   return true;
 }
 
+bool parse_clf_time(std::string_view text, std::int64_t& seconds) noexcept {
+  if (text.size() != 26 || text[2] != '/' || text[6] != '/' || text[11] != ':' || text[14] != ':' ||
+      text[17] != ':' || text[20] != ' ' || (text[21] != '+' && text[21] != '-')) {
+    return false;
+  }
+  int day = 0;
+  int year = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
+  int zone_hours = 0;
+  int zone_minutes = 0;
+  const int month = month_number(text.substr(3, 3));
+  if (month == 0 || !digits(text, 0, 2, day) || !digits(text, 7, 4, year) ||
+      !digits(text, 12, 2, hour) || !digits(text, 15, 2, minute) || !digits(text, 18, 2, second) ||
+      !digits(text, 22, 2, zone_hours) || !digits(text, 24, 2, zone_minutes)) {
+    return false;
+  }
+  if (day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) return false;
+  const std::int64_t offset = (std::int64_t{zone_hours} * 3600 + std::int64_t{zone_minutes} * 60) *
+                              (text[21] == '-' ? -1 : 1);
+  seconds = epoch_seconds(year, month, day, hour, minute, second) - offset;
+  return true;
+}
+
 }  // namespace conveyor::stages

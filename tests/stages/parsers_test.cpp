@@ -163,6 +163,45 @@ TEST(JsonParser, ReadsNestedRequestsAndNanosecondDurations) {
   EXPECT_NEAR(r.duration, 357313e-9, 1e-12);
 }
 
+// The keys of Fluentd's and Fluent Bit's apache2 parser, with the time in CLF form.
+TEST(JsonParser, MapsFluentApacheKeysAndAClfTime) {
+  JsonParser parser;
+  Arena arena;
+  Record r;
+  const std::string line =
+      R"({"host":"10.0.0.7","user":"-","method":"GET","path":"/item/42?x=1","code":"503","size":"2048","referer":"-","agent":"curl/8.0","time":"01/Jun/2024:00:00:00 +0200"})";
+  ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
+  EXPECT_EQ(r.host, "10.0.0.7");
+  EXPECT_EQ(r.path, "/item/42?x=1");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.bytes, 2048);
+  EXPECT_EQ(r.agent, "curl/8.0");
+  EXPECT_EQ(r.time, epoch_seconds(2024, 5, 31, 22, 0, 0));
+  EXPECT_TRUE(r.extra.empty());
+}
+
+// Epoch times in every unit, as numbers or strings, told apart by magnitude.
+TEST(JsonParser, ReadsEpochTimesInAnyUnit) {
+  JsonParser parser;
+  Arena arena;
+  for (const std::string& time :
+       {std::string("1717200000"), std::string("1717200000123"), std::string("1717200000123456"),
+        std::string("1717200000123456789"), std::string("\"1717200000\""),
+        std::string("\"1717200000123456789\""), std::string("\"2024-06-01 00:00:00\""),
+        std::string("\"2024-06-01T02:00:00.123456789+02:00\"")}) {
+    Record r;
+    const std::string line = R"({"@timestamp":)" + time + "}";
+    ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr) << time;
+    EXPECT_EQ(r.time, 1717200000) << time;
+  }
+  // A time that cannot be read is kept as an extra field, not dropped.
+  Record r;
+  const std::string line = R"({"time":"yesterday"})";
+  ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
+  ASSERT_EQ(r.extra.size(), 1U);
+  EXPECT_EQ(r.extra[0].value, "yesterday");
+}
+
 TEST(JsonParser, RejectsWhatIsNotOneObject) {
   JsonParser parser;
   Arena arena;

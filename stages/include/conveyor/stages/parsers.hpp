@@ -68,6 +68,8 @@ class JsonParser {
 std::int64_t epoch_seconds(int year, int month, int day, int hour, int minute, int second) noexcept;
 // RFC 3339 / ISO 8601 ("2024-02-18T02:29:57.123+08:00", "...Z"); false if it is not one.
 bool parse_rfc3339(std::string_view text, std::int64_t& seconds) noexcept;
+// Common Log Format ("10/Oct/2000:13:55:36 -0700"); false if it is not one.
+bool parse_clf_time(std::string_view text, std::int64_t& seconds) noexcept;
 // "Jan".."Dec" -> 1..12, else 0.
 int month_number(std::string_view name) noexcept;
 
