@@ -37,14 +37,13 @@ class Lanes {
   Lanes(std::size_t count, std::size_t capacity) {
     for (std::size_t i = 0; i < count; ++i) {
       owned_.push_back(std::make_unique<SpscRing<int>>(capacity));
-      lanes_.push_back(owned_.back().get());
       indices_.push_back(owned_.back().get());
     }
   }
   void fill(std::size_t lane, int parcels) {
     for (int i = 0; i < parcels; ++i) {
       int value = i;
-      ASSERT_TRUE(lanes_[lane]->try_push(value));
+      ASSERT_TRUE(owned_[lane]->try_push(value));
     }
   }
   [[nodiscard]] const std::vector<conveyor::sync::detail::RingIndices*>& lanes() const {
@@ -53,7 +52,6 @@ class Lanes {
 
  private:
   std::vector<std::unique_ptr<SpscRing<int>>> owned_;
-  std::vector<SpscRing<int>*> lanes_;
   std::vector<conveyor::sync::detail::RingIndices*> indices_;
 };
 

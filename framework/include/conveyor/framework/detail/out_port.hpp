@@ -68,7 +68,6 @@ class OutPort : public OutLanes {
           Tagging tagging, WindowGate* gate)
       : OutLanes(worker, {lanes.lanes.begin(), lanes.lanes.end()}, std::move(lanes.consumers),
                  gate),
-        worker_(worker),
         lanes_(std::move(lanes.lanes)),
         returns_(std::move(lanes.returns)),
         dispatch_(dispatch),
@@ -80,7 +79,7 @@ class OutPort : public OutLanes {
 
   // The worker's stage code emits an item. False once the pipeline is cancelled.
   bool emit(T&& value) {
-    worker_.counters().items_out.add(1);
+    worker().counters().items_out.add(1);
     switch (tagging_) {
       case Tagging::sequencer: {
         const std::optional<Tag> tag = next_sequence_tag();
@@ -95,7 +94,7 @@ class OutPort : public OutLanes {
           } else {
             first_.emplace(std::move(value));
           }
-          return !worker_.cancelled();
+          return !worker().cancelled();
         }
         return send(Entry<T>{Tag::unsequenced(), std::move(value)});
       case Tagging::none:
@@ -184,14 +183,14 @@ class OutPort : public OutLanes {
   bool send_run(Batch<T>&& run) {
     CONVEYOR_CONTRACT(run.is_run() && takes_runs_of(run.size()),
                       "OutPort::send_run: a run the port can take whole");
-    worker_.counters().items_out.add(run.size());
+    worker().counters().items_out.add(run.size());
     if (tagging_ == Tagging::none) {
       run.renumber(next_seq_);
       next_seq_ += run.size();
     }
     // What the per-item path collected goes first, so that both stay runs.
     if (!collected_[0].empty() && !ship(0, 0)) return false;
-    if (run.empty()) return !worker_.cancelled();
+    if (run.empty()) return !worker().cancelled();
     return dispatch_parcel(Parcel<T>(std::move(run)), 0);
   }
 
@@ -226,7 +225,7 @@ class OutPort : public OutLanes {
       bool ended = false;
       try {
         for (; taken < room; ++taken) {
-          if (worker_.cancelled() || worker_.stop_requested()) {
+          if (worker().cancelled() || worker().stop_requested()) {
             stopped = true;
             break;
           }
@@ -296,7 +295,7 @@ class OutPort : public OutLanes {
     Batch<T>& batch = collected_[collection];
     if (batch.capacity() == 0) batch = fresh_batch();
     append(batch);
-    if (batch.size() < batch_) return !worker_.cancelled();
+    if (batch.size() < batch_) return !worker().cancelled();
     return ship(collection, destination);
   }
 
@@ -310,7 +309,7 @@ class OutPort : public OutLanes {
   // pull() took `count` items with the next numbers.
   void took(std::uint64_t count) noexcept {
     next_seq_ += count;
-    worker_.counters().items_out.add(count);
+    worker().counters().items_out.add(count);
   }
 
   // by_key: the lane of the entry's key; otherwise unused.
@@ -390,7 +389,6 @@ class OutPort : public OutLanes {
     }
   }
 
-  WorkerContext& worker_;
   const std::vector<sync::SpscRing<Parcel<T>>*> lanes_;
   const std::vector<sync::SpscRing<Batch<T>>*> returns_;
   const Dispatch& dispatch_;
