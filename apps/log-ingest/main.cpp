@@ -3,6 +3,7 @@
 //   log-ingest run                                  the embedded sample (200k lines)
 //   log-ingest run --input access.log --where 'status>=500'
 //   log-ingest generate --lines 1000000 > big.log   the sample generator, for benchmarks
+//   log-ingest generate --profile realistic --size 1GiB -o big.log
 //   log-ingest --version
 //
 // Exit status: 0 when the run finished (rejected lines are reported, not failures); 1 for an I/O
@@ -38,21 +39,24 @@ Examples:
   zcat old.log.gz | log-ingest run --input - --progress
   log-ingest generate --lines 5000000 --format json > big.jsonl
   log-ingest generate --size 1GiB --output big.log
+  log-ingest generate --profile realistic --size 1GiB --format json -o big.jsonl
 See docs/log-ingest.md for the formats, the filter language and the summary.)";
 
 // Writes the generator's lines until `lines` were made or, when `bytes` is not 0, until `bytes`
 // were written (whole lines: the file ends at the first line end past the size).
-int generate(std::uint64_t lines, std::uint64_t bytes, std::uint64_t seed,
-             const std::string& format, const std::string& output) {
+int generate(conveyor::log_ingest::SampleOptions options, std::uint64_t bytes,
+             const std::string& output) {
   std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "wb");
   if (out == nullptr) {
     std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
     return 1;
   }
-  conveyor::log_ingest::SampleGenerator generator(
-      {.lines = bytes != 0 ? std::numeric_limits<std::uint64_t>::max() : lines,
-       .seed = seed,
-       .format = format == "json" ? SampleFormat::json : SampleFormat::combined});
+  if (bytes != 0) {
+    // The timestamps span two hours of the lines that make about `bytes`.
+    options.expected_lines = conveyor::log_ingest::estimate_lines(options, bytes);
+    options.lines = std::numeric_limits<std::uint64_t>::max();
+  }
+  conveyor::log_ingest::SampleGenerator generator(options);
   std::string buffer;
   std::uint64_t written = 0;
   bool more = true;
@@ -127,6 +131,7 @@ int main_guarded(int argc, char** argv) {
   std::uint64_t lines = 200'000;
   std::uint64_t seed = 42;
   std::string sample_format = "combined";
+  std::string sample_profile = "small";
   std::string sample_output = "-";
   CLI::App* generate_command =
       app.add_subcommand("generate", "Write the sample generator's log (for tests and benchmarks)");
@@ -140,6 +145,12 @@ int main_guarded(int argc, char** argv) {
   generate_command->add_option("--format", sample_format, "Log format")
       ->capture_default_str()
       ->check(CLI::IsMember({"combined", "json"}));
+  generate_command
+      ->add_option("--profile", sample_profile,
+                   "small (the embedded sample), realistic (two hours of a shop: many distinct "
+                   "paths and clients) or distinct (realistic, every path unique)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"small", "realistic", "distinct"}));
   generate_command->add_option("-o,--output", sample_output, "File, or - for stdout")
       ->capture_default_str();
 
@@ -148,7 +159,14 @@ int main_guarded(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     return app.exit(error) == 0 ? 0 : 2;
   }
-  if (*generate_command) return generate(lines, size, seed, sample_format, sample_output);
+  if (*generate_command) {
+    return generate(
+        {.lines = lines,
+         .seed = seed,
+         .format = sample_format == "json" ? SampleFormat::json : SampleFormat::combined,
+         .profile = *conveyor::log_ingest::parse_profile(sample_profile)},
+        size, sample_output);
+  }
   run.format = *conveyor::stages::parse_format(format);
   return conveyor::log_ingest::run_ingest(run);
 }
