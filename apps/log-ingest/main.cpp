@@ -120,6 +120,15 @@ int main_guarded(int argc, char** argv) {
   run_command->add_option("--top", run.top, "Entries in the summary's top lists")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
+  run_command
+      ->add_option("--top-capacity", run.summary_options.top_capacity,
+                   "Keys each top list tracks (Space-Saving): memory is bounded, and counts are "
+                   "exact until a list has more distinct keys than this")
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 24U));
+  run_command->add_flag("--exact", run.summary_options.exact,
+                        "Count every distinct path, client and program exactly (memory grows "
+                        "with their number)");
   run_command->add_option("--sample-lines", run.sample_lines, "Lines of the embedded sample")
       ->capture_default_str();
   run_command

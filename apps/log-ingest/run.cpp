@@ -238,7 +238,7 @@ int run_ingest(const RunOptions& options) {
   }
 #endif
 
-  stages::Summary summary;
+  stages::Summary summary(options.summary_options);
   pipeline.source(next_chunk, {.name = "read"}) |
       stage(stages::ParseStage(config), {.name = "parse",
                                          .mode = Mode::parallel,
@@ -246,7 +246,7 @@ int run_ingest(const RunOptions& options) {
                                          .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      stage(stages::AggregateStage(live),
+      stage(stages::AggregateStage(options.summary_options, live),
             {.name = "aggregate",
              .mode = Mode::parallel,
              .workers = workers,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conveyor/stages/record.hpp"
+#include "conveyor/stages/summary.hpp"
 
 namespace conveyor::log_ingest {
 
@@ -24,6 +25,7 @@ struct RunOptions {
   bool progress = false;       // a progress bar on stderr, when stderr is a terminal
   std::string metrics_listen;  // serve /metrics there while running (HOST:PORT)
   std::size_t top = 10;
+  stages::SummaryOptions summary_options;  // bounded top lists and distinct counts, or exact
   std::uint64_t sample_lines = 200'000;
   std::size_t chunk_size = std::size_t{1} << 20;
   std::size_t max_line_length = std::size_t{64} << 10;

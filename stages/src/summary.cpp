@@ -14,42 +14,50 @@ namespace {
 constexpr double relative_error = 0.01;
 const double gamma_log = std::log((1 + relative_error) / (1 - relative_error));
 
-void add_counts(CountMap& into, std::string_view key, std::uint64_t count = 1) {
-  if (key.empty()) return;
-  auto found = into.find(key);
-  if (found == into.end()) {
-    into.emplace(std::string(key), count);
-  } else {
-    found->second += count;
-  }
-}
-
-void merge_counts(CountMap& into, CountMap&& from) {
-  if (into.empty()) {
-    into = std::move(from);
-    return;
-  }
-  for (auto& [key, count] : from)
-    add_counts(into, key, count);
-}
-
 std::string fmt_double(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.6g", value);
   return buffer;
 }
 
-void json_counts(std::string& out, const std::vector<std::pair<std::string, std::uint64_t>>& rows) {
+void json_counts(std::string& out, const std::vector<HeavyHitters::Entry>& rows, bool errors) {
   out += '[';
   bool first = true;
-  for (const auto& [key, count] : rows) {
+  for (const HeavyHitters::Entry& row : rows) {
     if (!first) out += ',';
     first = false;
     out += "{\"key\":";
-    append_json_string(out, key);
-    out += ",\"count\":" + std::to_string(count) + "}";
+    append_json_string(out, row.key);
+    out += ",\"count\":" + std::to_string(row.count);
+    if (errors) out += ",\"error\":" + std::to_string(row.error);
+    out += '}';
   }
   out += ']';
+}
+
+// How a top list's counts and its distinct count were made, with their bounds.
+void json_accuracy(std::string& out, const char* name, const KeyTally& tally) {
+  const HeavyHitters& top = tally.top();
+  const KeyTally::Distinct distinct = tally.distinct();
+  out += '"';
+  out += name;
+  out += "\":{\"exact\":" + std::string(top.lossless() ? "true" : "false");
+  if (!top.lossless()) {
+    out += ",\"method\":\"space-saving\",\"capacity\":" + std::to_string(top.capacity()) +
+           ",\"max_error\":" + std::to_string(top.max_error()) +
+           ",\"unlisted_at_most\":" + std::to_string(top.floor());
+  }
+  out += ",\"distinct_exact\":" + std::string(distinct.exact ? "true" : "false");
+  if (!distinct.exact) {
+    out += ",\"distinct_method\":\"hyperloglog\",\"distinct_precision\":" +
+           std::to_string(HyperLogLog::precision) +
+           ",\"distinct_relative_error\":" + fmt_double(HyperLogLog::relative_error());
+  }
+  out += '}';
+}
+
+std::uint64_t rounded(double value) {
+  return static_cast<std::uint64_t>(std::llround(value));
 }
 
 std::string percent(std::uint64_t part, std::uint64_t whole) {
@@ -134,19 +142,64 @@ void LineCounts::merge(const LineCounts& other) {
   rejected = before + other.rejected;
 }
 
+KeyTally::KeyTally(std::size_t capacity) : top_(capacity) {
+  if (capacity != HeavyHitters::unbounded) distinct_.emplace();
+}
+
+void KeyTally::merge(const KeyTally& other) {
+  top_.merge(other.top_);
+  if (distinct_ && other.distinct_) distinct_->merge(*other.distinct_);
+}
+
+KeyTally::Distinct KeyTally::distinct() const noexcept {
+  // While no key was dropped, the keys held are all there were.
+  if (top_.lossless() || !distinct_) return {static_cast<double>(top_.size()), true};
+  return {distinct_->estimate(), false};
+}
+
+namespace {
+
+std::size_t capacity_of(const SummaryOptions& options, std::size_t bounded) {
+  return options.exact ? HeavyHitters::unbounded : bounded;
+}
+
+}  // namespace
+
+Summary::Summary(SummaryOptions chosen)
+    : options(chosen),
+      by_method(capacity_of(chosen, 1000)),
+      by_host(capacity_of(chosen, chosen.top_capacity)),
+      by_path(capacity_of(chosen, chosen.top_capacity)),
+      by_program(capacity_of(chosen, chosen.top_capacity)) {}
+
+void Summary::add_minute(std::int64_t minute, std::uint64_t count) {
+  if (per_minute.size() >= max_minutes) {
+    const auto found = per_minute.find(minute);
+    if (found == per_minute.end()) {
+      minutes_dropped += count;
+    } else {
+      found->second += count;
+    }
+    return;
+  }
+  per_minute[minute] += count;
+}
+
 void Summary::add(const Record& r) {
   if (r.status >= 0 && r.status < 1000) ++by_status[static_cast<std::size_t>(r.status)];
-  add_counts(by_method, r.method);
-  add_counts(by_host, r.host);
-  add_counts(by_path, r.path);
-  add_counts(by_program, r.program);
+  by_method.add(r.method);
+  by_host.add(r.host);
+  by_path.add(r.path);
+  by_program.add(r.program);
   if (r.bytes > 0) bytes += static_cast<std::uint64_t>(r.bytes);
   if (r.has_time()) {
     std::int64_t minute = r.time / 60;
     if (r.time < 0 && r.time % 60 != 0) --minute;
-    ++per_minute[minute];
+    add_minute(minute, 1);
     first_time = first_time == Record::no_time ? r.time : std::min(first_time, r.time);
     last_time = last_time == Record::no_time ? r.time : std::max(last_time, r.time);
+  } else if (r.time_unparsed) {
+    ++time_unparsed;
   }
   if (r.has_duration()) duration.add(r.duration);
 }
@@ -159,13 +212,15 @@ void Summary::merge(Summary&& other) {
   counts.merge(other.counts);
   for (std::size_t i = 0; i < by_status.size(); ++i)
     by_status[i] += other.by_status[i];
-  merge_counts(by_method, std::move(other.by_method));
-  merge_counts(by_host, std::move(other.by_host));
-  merge_counts(by_path, std::move(other.by_path));
-  merge_counts(by_program, std::move(other.by_program));
+  by_method.merge(other.by_method);
+  by_host.merge(other.by_host);
+  by_path.merge(other.by_path);
+  by_program.merge(other.by_program);
   bytes += other.bytes;
+  time_unparsed += other.time_unparsed;
+  minutes_dropped += other.minutes_dropped;
   for (const auto& [minute, count] : other.per_minute)
-    per_minute[minute] += count;
+    add_minute(minute, count);
   duration.merge(other.duration);
   if (other.first_time != Record::no_time) {
     first_time =
@@ -173,18 +228,6 @@ void Summary::merge(Summary&& other) {
     last_time =
         last_time == Record::no_time ? other.last_time : std::max(last_time, other.last_time);
   }
-}
-
-std::vector<std::pair<std::string, std::uint64_t>> top_k(const CountMap& counts, std::size_t n) {
-  std::vector<std::pair<std::string, std::uint64_t>> rows(counts.begin(), counts.end());
-  const auto larger = [](const auto& a, const auto& b) {
-    return a.second != b.second ? a.second > b.second : a.first < b.first;
-  };
-  const std::size_t k = std::min(n, rows.size());
-  std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(k), rows.end(),
-                    larger);
-  rows.resize(k);
-  return rows;
 }
 
 std::string Summary::to_json(std::size_t top) const {
@@ -223,16 +266,31 @@ std::string Summary::to_json(std::size_t top) const {
     first = false;
     out += '"' + std::to_string(s) + "\":" + std::to_string(by_status[s]);
   }
-  out += "},\"by_method\":";
-  json_counts(out, top_k(by_method, by_method.size()));
+  out += "},\"time_unparsed\":" + std::to_string(time_unparsed);
+  out += ",\"by_method\":";
+  json_counts(out, by_method.top().top(by_method.top().size()), false);
   out += ",\"top_paths\":";
-  json_counts(out, top_k(by_path, top));
+  json_counts(out, by_path.top().top(top), true);
   out += ",\"top_clients\":";
-  json_counts(out, top_k(by_host, top));
+  json_counts(out, by_host.top().top(top), true);
   out += ",\"top_programs\":";
-  json_counts(out, top_k(by_program, top));
-  out += ",\"distinct\":{\"paths\":" + std::to_string(by_path.size()) +
-         ",\"clients\":" + std::to_string(by_host.size()) + "}";
+  json_counts(out, by_program.top().top(top), true);
+  out += ",\"distinct\":{\"paths\":" + std::to_string(rounded(by_path.distinct().count)) +
+         ",\"clients\":" + std::to_string(rounded(by_host.distinct().count)) +
+         ",\"programs\":" + std::to_string(rounded(by_program.distinct().count)) + "}";
+  out += ",\"accuracy\":{\"top_capacity\":" +
+         (options.exact ? std::string("null") : std::to_string(options.top_capacity)) + ',';
+  json_accuracy(out, "methods", by_method);
+  out += ',';
+  json_accuracy(out, "paths", by_path);
+  out += ',';
+  json_accuracy(out, "clients", by_host);
+  out += ',';
+  json_accuracy(out, "programs", by_program);
+  out +=
+      ",\"duration\":{\"method\":\"log-buckets\",\"relative_error\":" + fmt_double(relative_error) +
+      "}}";
+  out += ",\"minutes_dropped\":" + std::to_string(minutes_dropped);
   out += ",\"per_minute\":[";
   first = true;
   for (const auto& [minute, count] : per_minute) {
@@ -286,6 +344,10 @@ std::string Summary::to_table(std::size_t top) const {
         format_time(last_time).c_str());
   }
   if (bytes > 0) row("  bytes sent  %s\n", human_bytes(static_cast<double>(bytes)).c_str());
+  if (time_unparsed > 0) {
+    row("  time unread %llu records (their time field was not understood)\n",
+        static_cast<unsigned long long>(time_unparsed));
+  }
   bool any_status = false;
   for (std::size_t s = 0; s < by_status.size(); ++s) {
     if (by_status[s] == 0) continue;
@@ -294,24 +356,49 @@ std::string Summary::to_table(std::size_t top) const {
     row("    %3zu  %10llu  %s\n", s, static_cast<unsigned long long>(by_status[s]),
         percent(by_status[s], counts.records).c_str());
   }
-  const auto list = [&](const char* title, const CountMap& counts_by_key) {
-    const auto rows = top_k(counts_by_key, top);
+  const auto list = [&](const char* title, const KeyTally& tally, std::size_t n) {
+    const HeavyHitters& hitters = tally.top();
+    const auto rows = hitters.top(n);
     if (rows.empty()) return;
-    row("\n  %s\n", title);
-    for (const auto& [key, count] : rows) {
-      const std::string shown = key.size() > 60 ? key.substr(0, 57) + "..." : key;
-      row("    %10llu  %s\n", static_cast<unsigned long long>(count), shown.c_str());
+    std::uint64_t error = 0;
+    for (const HeavyHitters::Entry& entry : rows)
+      error = std::max(error, entry.error);
+    if (hitters.lossless()) {
+      row("\n  %s\n", title);
+    } else {
+      row("\n  %s (estimated: each count at most %llu too high)\n", title,
+          static_cast<unsigned long long>(error));
+    }
+    for (const HeavyHitters::Entry& entry : rows) {
+      const std::string key(entry.key.substr(0, 60));
+      const std::string shown = entry.key.size() > 60 ? key.substr(0, 57) + "..." : key;
+      row("    %10llu  %s\n", static_cast<unsigned long long>(entry.count), shown.c_str());
     }
   };
-  list("methods", by_method);
-  list("top paths", by_path);
-  list("top clients", by_host);
-  list("top programs", by_program);
+  list("methods", by_method, by_method.top().size());
+  list("top paths", by_path, top);
+  list("top clients", by_host, top);
+  list("top programs", by_program, top);
+  const auto distinct = [&](const char* name, const KeyTally& tally) {
+    const KeyTally::Distinct d = tally.distinct();
+    if (d.count == 0) return;
+    if (d.exact) {
+      row("  distinct    %llu %s\n", static_cast<unsigned long long>(rounded(d.count)), name);
+    } else {
+      row("  distinct    ~%llu %s (estimated, +-%.2f%%)\n",
+          static_cast<unsigned long long>(rounded(d.count)), name,
+          100 * HyperLogLog::relative_error());
+    }
+  };
+  out += '\n';
+  distinct("paths", by_path);
+  distinct("clients", by_host);
+  distinct("programs", by_program);
   if (!per_minute.empty()) {
     const auto busiest =
         std::max_element(per_minute.begin(), per_minute.end(),
                          [](const auto& a, const auto& b) { return a.second < b.second; });
-    row("\n  minutes     %zu with traffic; busiest %s with %llu records\n", per_minute.size(),
+    row("  minutes     %zu with traffic; busiest %s with %llu records\n", per_minute.size(),
         format_time(busiest->first * 60).c_str(), static_cast<unsigned long long>(busiest->second));
   }
   if (duration.count() > 0) {

@@ -482,7 +482,7 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
                                            .workers = 3,
                                            .channel = conveyor::Channel::queue(2)}) |
       conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order}) |
-      conveyor::stage(AggregateStage(live),
+      conveyor::stage(AggregateStage({}, live),
                       {.mode = conveyor::Mode::parallel,
                        .workers = 2,
                        .dispatch = conveyor::Dispatch::by_partition(&Slice::partition)}) |

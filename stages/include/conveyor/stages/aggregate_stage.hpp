@@ -1,13 +1,14 @@
 // AggregateStage: Slices -> one partial Summary per worker, at the end of the stream.
 //
-//   conveyor::stage(AggregateStage(live), {.mode = conveyor::Mode::parallel, .workers = n,
+//   conveyor::stage(AggregateStage(options, live), {.mode = conveyor::Mode::parallel, .workers = n,
 //                                          .dispatch = conveyor::Dispatch::by_partition(
 //                                              &Slice::partition)})
 //
 // Keyed by partition, so each worker owns its partitions' counts outright: no lock and no shared
 // atomic per record. Its flush hook emits the worker's partial; a serial sink merges them
-// (Summary::merge). Given a Shared<LiveTotals>, each worker also adds every slice's counts into
-// its own slot there, as a member of the `update` group, for a reader while the run goes on.
+// (Summary::merge) into a Summary made with the same options. Given a Shared<LiveTotals>, each
+// worker also adds every slice's counts into its own slot there, as a member of the `update` group,
+// for a reader while the run goes on.
 #pragma once
 
 #include <memory>
@@ -23,8 +24,9 @@ namespace conveyor::stages {
 
 class AggregateStage {
  public:
-  AggregateStage() = default;
-  explicit AggregateStage(std::shared_ptr<Shared<LiveTotals>> live) : live_(std::move(live)) {}
+  explicit AggregateStage(SummaryOptions options = {},
+                          std::shared_ptr<Shared<LiveTotals>> live = nullptr)
+      : partial_(options), live_(std::move(live)) {}
 
   void process(const Slice& slice, Emit<Summary>& emit) {
     partial_.add(slice.counts);

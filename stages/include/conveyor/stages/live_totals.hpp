@@ -3,7 +3,7 @@
 //
 //   auto live = std::make_shared<conveyor::Shared<LiveTotals>>(
 //       "live-totals", std::vector<std::string>{"update", "snapshot"}, LiveTotals(workers));
-//   AggregateStage(live)                       // each worker adds into its own slot: "update"
+//   AggregateStage(options, live)              // each worker adds into its own slot: "update"
 //   live->access(LiveTotals::snapshot, [](const LiveTotals& t) { return t.total(); });
 //
 // The aggregation workers are inside together, each writing only its own slot, so that adding a

@@ -30,6 +30,7 @@ struct Record {
 
   std::int64_t time = no_time;  // seconds since the epoch, UTC
   std::string_view timestamp;   // as written in the line
+  bool time_unparsed = false;   // the line has a time field, but not in a form that was understood
   std::string_view host;        // the client (access logs) or the sending host (syslog)
   std::string_view user;
   std::string_view method;

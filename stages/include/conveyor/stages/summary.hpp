@@ -2,20 +2,25 @@
 // fill independently (each owns its partial, so the hot path takes no lock) and merged at the end
 // of the stream.
 //
-//   Summary partial;  partial.add(record);  ...  total.merge(std::move(partial));
+//   Summary partial(options);  partial.add(record);  ...  total.merge(std::move(partial));
 //   std::string json = total.to_json(10);   std::string table = total.to_table(10);
+//
+// Line counts, statuses, bytes and per-minute counts are exact. Top lists and distinct counts are
+// exact until a kind of key has more than `top_capacity` distinct keys, then estimated with stated
+// bounds (SummaryOptions); both forms say which figures are estimates.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "conveyor/stages/heavy_hitters.hpp"
+#include "conveyor/stages/hyperloglog.hpp"
 #include "conveyor/stages/record.hpp"
 
 namespace conveyor::stages {
@@ -39,16 +44,37 @@ class QuantileSketch {
   double max_ = 0;
 };
 
-// Not noexcept on purpose: libstdc++ keeps a key's hash in its node only when the hash function
-// may throw (or is not known to be fast). Without it, finding a key hashes again every key the
-// search passes in the bucket, which made hashing a fifth of log-ingest's time.
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view text) const {  // NOLINT(performance-noexcept-*)
-    return std::hash<std::string_view>{}(text);
-  }
+// How a summary counts keys. Bounded by default: each top list keeps `top_capacity` keys
+// (Space-Saving) and distinct keys are estimated (HyperLogLog), so memory does not grow with the
+// input. `exact` keeps every key instead.
+struct SummaryOptions {
+  std::size_t top_capacity = 10'000;
+  bool exact = false;
 };
-using CountMap = std::unordered_map<std::string, std::uint64_t, StringHash, std::equal_to<>>;
+
+// One kind of key (paths, clients, ...): its most frequent keys and how many distinct ones.
+class KeyTally {
+ public:
+  struct Distinct {
+    double count = 0;
+    bool exact = true;  // else within HyperLogLog::relative_error() (one standard error)
+  };
+
+  explicit KeyTally(std::size_t capacity);
+  void add(std::string_view key) {
+    if (key.empty()) return;
+    const std::uint64_t hash = hash_key(key);
+    top_.add(key, hash);
+    if (distinct_) distinct_->add(hash);
+  }
+  void merge(const KeyTally& other);
+  [[nodiscard]] const HeavyHitters& top() const noexcept { return top_; }
+  [[nodiscard]] Distinct distinct() const noexcept;
+
+ private:
+  HeavyHitters top_;
+  std::optional<HyperLogLog> distinct_;  // when bounded
+};
 
 // What happened to the lines, counted where they were parsed.
 struct LineCounts {
@@ -71,6 +97,7 @@ struct InputSummary {
 
 class Summary {
  public:
+  explicit Summary(SummaryOptions chosen = {});
   void add(const Record& record);
   void add(const LineCounts& counts);
   // A hint that add(record) comes soon: starts loading the texts it looks up.
@@ -86,15 +113,21 @@ class Summary {
   // The summary as a table for a terminal.
   [[nodiscard]] std::string to_table(std::size_t top) const;
 
+  // Minutes kept in per_minute; records of further minutes count in minutes_dropped.
+  static constexpr std::size_t max_minutes = std::size_t{1} << 17U;  // 91 days
+
+  SummaryOptions options;
   LineCounts counts;
   std::array<std::uint64_t, 1000> by_status{};
-  CountMap by_method;
-  CountMap by_host;
-  CountMap by_path;
-  CountMap by_program;
+  KeyTally by_method;  // exact up to 1000 methods
+  KeyTally by_host;
+  KeyTally by_path;
+  KeyTally by_program;
   std::uint64_t bytes = 0;                           // sum of the records' sizes
+  std::uint64_t time_unparsed = 0;                   // records with a time field not understood
   std::map<std::int64_t, std::uint64_t> per_minute;  // minute (seconds / 60) -> records
-  QuantileSketch duration;                           // seconds, of records that have one
+  std::uint64_t minutes_dropped = 0;
+  QuantileSketch duration;  // seconds, of records that have one
   std::int64_t first_time = Record::no_time;
   std::int64_t last_time = Record::no_time;
   // Filled by the app: what was read, how long it took, and whether it was interrupted.
@@ -102,9 +135,9 @@ class Summary {
   double elapsed_seconds = 0;
   std::uint64_t input_bytes = 0;
   bool partial = false;
-};
 
-// The `n` largest counts, largest first (ties by key).
-std::vector<std::pair<std::string, std::uint64_t>> top_k(const CountMap& counts, std::size_t n);
+ private:
+  void add_minute(std::int64_t minute, std::uint64_t count);
+};
 
 }  // namespace conveyor::stages
