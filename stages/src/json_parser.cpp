@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "conveyor/stages/parsers.hpp"
 
@@ -30,8 +31,7 @@ enum class Slot {
   referrer,
   agent,
   duration,
-  duration_ns,
-  nested
+  duration_ns
 };
 
 const std::unordered_map<std::string_view, Slot>& slots() {
@@ -87,16 +87,50 @@ const std::unordered_map<std::string_view, Slot>& slots() {
       {"Duration", Slot::duration_ns},
       {"request_time", Slot::duration},
       {"response_time", Slot::duration},
-      // Objects whose members are mapped above.
-      {"request", Slot::nested},
-      {"response", Slot::nested},
-      {"request.headers", Slot::nested},
+      // Caddy and Traefik
+      {"request.client_ip", Slot::host},
+      {"request_User-Agent", Slot::agent},
+      {"request_Referer", Slot::referrer},
+      // Elastic Common Schema
+      {"source.ip", Slot::host},
+      {"source.address", Slot::host},
+      {"client.ip", Slot::host},
+      {"client.address", Slot::host},
+      {"user.name", Slot::user},
+      {"http.request.method", Slot::method},
+      {"url.path", Slot::path},
+      {"url.original", Slot::path},
+      {"http.version", Slot::protocol},
+      {"http.response.status_code", Slot::status},
+      {"http.response.body.bytes", Slot::bytes},
+      {"http.response.bytes", Slot::bytes},
+      {"http.request.referrer", Slot::referrer},
+      {"user_agent.original", Slot::agent},
+      {"event.duration", Slot::duration_ns},
   };
   return table;
 }
 
+// The objects that hold a mapped key ("request" and "request.headers" for
+// "request.headers.Referer"): their members are read as dotted names.
+const std::unordered_set<std::string_view>& nested() {
+  static const std::unordered_set<std::string_view> prefixes = [] {
+    std::unordered_set<std::string_view> found;
+    for (const auto& [name, slot] : slots()) {
+      for (std::size_t dot = name.find('.'); dot != std::string_view::npos;
+           dot = name.find('.', dot + 1)) {
+        found.insert(name.substr(0, dot));
+      }
+    }
+    return found;
+  }();
+  return prefixes;
+}
+
 constexpr std::size_t max_name = 64;
 constexpr int max_nesting = 4;
+// Deeper lines are rejected: On-Demand must not descend past its parser's depth (1024).
+constexpr int max_depth = 256;
 
 std::string_view trim_right(std::string_view text) noexcept {
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' ||
@@ -127,25 +161,112 @@ bool to_epoch(double number, std::int64_t& out) noexcept {
   return true;
 }
 
+// Reads a line's object once, front to back: every value is either mapped, kept, or checked and
+// passed over, so that a line is a record only if all of it is valid JSON.
 class Mapper {
  public:
-  Mapper(Record& record, Arena& arena) noexcept : record_(record), arena_(arena) {}
+  Mapper(od::document& document, Record& record, Arena& arena) noexcept
+      : document_(document), record_(record), arena_(arena) {}
 
-  // A value's text: a string's contents (unescaped into the arena when it had escapes), or the
-  // token of a number, true, false or null.
-  simdjson::error_code scalar(od::value& value, std::string_view& text, bool& is_string) {
-    std::string_view token;
-    token = trim_right(value.raw_json_token());
-    is_string = !token.empty() && token.front() == '"';
+  simdjson::error_code object(od::object object, std::string_view prefix, int depth) {
+    for (auto field : object) {
+      std::string_view key;
+      if (auto error = field.unescaped_key().get(key)) return error;
+      od::value value;
+      if (auto error = field.value().get(value)) return error;
+      od::json_type type{};
+      if (auto error = value.type().get(type)) return error;
+      const std::string_view token = trim_right(value.raw_json_token());
+      if (auto error = member(key, value, type, prefix, depth)) return error;
+      if (depth > 0) continue;
+      if (type == od::json_type::object || type == od::json_type::array) {
+        if (auto error = document_.current_location().get(end_)) return error;
+      } else {
+        end_ = token.data() + token.size();
+      }
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // Whether the top-level object's members that were read reach its closing brace at the end of
+  // the line. On-Demand (simdjson 3.0) can end an object's loop early, without an error, on some
+  // lines that are not JSON; this catches them.
+  [[nodiscard]] bool read_to_the_end(const char* object_start, const char* line_end) const {
+    const char* at = end_ == nullptr ? object_start + 1 : end_;
+    const auto blanks = [&] {
+      while (at < line_end && (*at == ' ' || *at == '\t' || *at == '\n' || *at == '\r'))
+        ++at;
+    };
+    blanks();
+    if (at == line_end || *at != '}') return false;
+    ++at;
+    blanks();
+    return at == line_end;
+  }
+
+ private:
+  simdjson::error_code member(std::string_view key, od::value& value, od::json_type type,
+                              std::string_view prefix, int depth) {
+    if (prefix.size() + key.size() + 1 > max_name) return check(value);
+    std::array<char, max_name> buffer{};
+    std::size_t length = 0;
+    for (const char c : prefix)
+      buffer[length++] = c;
+    if (!prefix.empty()) buffer[length++] = '.';
+    for (const char c : key)
+      buffer[length++] = c;
+    const std::string_view name(buffer.data(), length);
+    if (type == od::json_type::object && depth < max_nesting && nested().contains(name)) {
+      od::object inner;
+      if (auto error = value.get_object().get(inner)) return error;
+      return object_of(inner, name, depth + 1);
+    }
+    const auto found = slots().find(name);
+    const Slot slot = found == slots().end() ? Slot::none : found->second;
+    if (type == od::json_type::array && slot != Slot::none) {
+      // Caddy writes headers as arrays of strings: the first one is the value.
+      return first_of(value, slot);
+    }
+    if (type == od::json_type::object || type == od::json_type::array) {
+      if (!prefix.empty()) return check(value);
+      std::string_view raw;
+      if (auto error = checked_raw(value, raw)) return error;
+      if (slot == Slot::none) keep(key, raw, true);
+      return simdjson::SUCCESS;
+    }
+    std::string_view text;
+    bool is_string = false;
+    if (auto error = scalar(value, type, text, is_string)) return error;
+    if (slot == Slot::none || !assign(slot, text, is_string)) {
+      if (prefix.empty()) keep(key, text, !is_string);
+    }
+    return simdjson::SUCCESS;
+  }
+
+  // Named so because a recursive call from a range-for over `object` reads oddly otherwise.
+  simdjson::error_code object_of(od::object inner, std::string_view name, int depth) {
+    const std::string_view stable = arena_.emplace_back(name);
+    return object(inner, stable, depth);
+  }
+
+  // A scalar's text: a string's contents (unescaped into the arena when it had escapes), or the
+  // token of a number, true, false or null, checked.
+  simdjson::error_code scalar(od::value& value, od::json_type type, std::string_view& text,
+                              bool& is_string) {
+    const std::string_view token = trim_right(value.raw_json_token());
+    is_string = type == od::json_type::string;
     if (!is_string) {
       text = token;
-      return simdjson::SUCCESS;
+      return check(value);
     }
     if (token.size() < 2) return simdjson::STRING_ERROR;
     const std::string_view inner = token.substr(1, token.size() - 2);
     if (inner.find('\\') == std::string_view::npos) {
-      text = inner;  // a view into the line itself
-      return simdjson::SUCCESS;
+      // A view into the line itself; its bytes were checked when it was indexed. The value is
+      // still consumed: On-Demand skips an unread value by counting brackets, not by grammar.
+      text = inner;
+      od::raw_json_string consumed;
+      return value.get_raw_json_string().get(consumed);
     }
     std::string_view unescaped;
     if (auto error = value.get_string().get(unescaped)) return error;
@@ -153,85 +274,80 @@ class Mapper {
     return simdjson::SUCCESS;
   }
 
-  simdjson::error_code object(od::object object, std::string_view prefix, int depth) {
-    for (auto member : object) {
-      std::string_view key;
-      if (auto error = member.unescaped_key().get(key)) return error;
-      od::value value;
-      if (auto error = member.value().get(value)) return error;
-      if (prefix.size() + key.size() + 1 > max_name) {
-        if (auto error = skip(value)) return error;
-        continue;
-      }
-      std::array<char, max_name> buffer{};
-      std::size_t length = 0;
-      for (const char c : prefix)
-        buffer[length++] = c;
-      if (!prefix.empty()) buffer[length++] = '.';
-      for (const char c : key)
-        buffer[length++] = c;
-      const std::string_view name(buffer.data(), length);
-      const auto found = slots().find(name);
-      const Slot slot = found == slots().end() ? Slot::none : found->second;
+  // The first element of an array, when it is a string, into `slot`; every element is checked.
+  simdjson::error_code first_of(od::value& value, Slot slot) {
+    od::array array;
+    if (auto error = value.get_array().get(array)) return error;
+    bool first = true;
+    for (auto element : array) {
+      od::value item;
+      if (auto error = element.get(item)) return error;
       od::json_type type{};
-      if (auto error = value.type().get(type)) return error;
-      if (slot == Slot::nested && type == od::json_type::object && depth < max_nesting) {
-        od::object inner;
-        if (auto error = value.get_object().get(inner)) return error;
-        if (auto error = object_of(inner, name, depth + 1)) return error;
+      if (auto error = item.type().get(type)) return error;
+      if (!first || type != od::json_type::string) {
+        if (auto error = check(item)) return error;
         continue;
       }
-      if (type == od::json_type::object || type == od::json_type::array) {
-        if (!prefix.empty()) {
-          if (auto error = skip(value)) return error;
-          continue;
-        }
-        std::string_view raw;
-        if (type == od::json_type::object) {
-          od::object inner;
-          if (auto error = value.get_object().get(inner)) return error;
-          if (auto error = inner.raw_json().get(raw)) return error;
-        } else {
-          od::array inner;
-          if (auto error = value.get_array().get(inner)) return error;
-          if (auto error = inner.raw_json().get(raw)) return error;
-        }
-        if (slot == Slot::none) keep(key, trim_right(raw), true);
-        continue;
-      }
+      first = false;
       std::string_view text;
       bool is_string = false;
-      if (auto error = scalar(value, text, is_string)) return error;
-      if (slot == Slot::none || !assign(slot, text, is_string)) {
-        if (prefix.empty()) keep(key, text, !is_string);
-      }
+      if (auto error = scalar(item, type, text, is_string)) return error;
+      (void)assign(slot, text, is_string);
     }
     return simdjson::SUCCESS;
   }
 
- private:
-  // Named so because a recursive call from a range-for over `object` reads oddly otherwise.
-  simdjson::error_code object_of(od::object inner, std::string_view name, int depth) {
-    const std::string_view stable = arena_.emplace_back(name);
-    return object(inner, stable, depth);
+  // An object or array, checked, as it was written.
+  simdjson::error_code checked_raw(od::value& value, std::string_view& raw) {
+    const char* start = value.raw_json_token().data();
+    if (auto error = check(value)) return error;
+    const char* end = nullptr;
+    if (auto error = document_.current_location().get(end)) return error;
+    raw = trim_right(std::string_view(start, static_cast<std::size_t>(end - start)));
+    return simdjson::SUCCESS;
   }
 
-  static simdjson::error_code skip(od::value& value) {
-    std::string_view ignored;
+  // Reads a value to its end, so that anything that is not valid JSON is an error.
+  static simdjson::error_code check(od::value& value, int depth = 1) {
+    if (depth > max_depth) return simdjson::DEPTH_ERROR;
     od::json_type type{};
     if (auto error = value.type().get(type)) return error;
-    if (type == od::json_type::object) {
-      od::object inner;
-      if (auto error = value.get_object().get(inner)) return error;
-      return inner.raw_json().get(ignored);
+    switch (type) {
+      case od::json_type::object: {
+        od::object object;
+        if (auto error = value.get_object().get(object)) return error;
+        for (auto member : object) {
+          std::string_view key;
+          if (auto error = member.unescaped_key().get(key)) return error;
+          od::value inner;
+          if (auto error = member.value().get(inner)) return error;
+          if (auto error = check(inner, depth + 1)) return error;
+        }
+        return simdjson::SUCCESS;
+      }
+      case od::json_type::array: {
+        od::array array;
+        if (auto error = value.get_array().get(array)) return error;
+        for (auto element : array) {
+          od::value inner;
+          if (auto error = element.get(inner)) return error;
+          if (auto error = check(inner, depth + 1)) return error;
+        }
+        return simdjson::SUCCESS;
+      }
+      case od::json_type::string:
+        return value.get_string().error();
+      case od::json_type::number:
+        return value.get_number().error();
+      case od::json_type::boolean:
+        return value.get_bool().error();
+      case od::json_type::null: {
+        bool null = false;
+        if (auto error = value.is_null().get(null)) return error;
+        return null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+      }
     }
-    if (type == od::json_type::array) {
-      od::array inner;
-      if (auto error = value.get_array().get(inner)) return error;
-      return inner.raw_json().get(ignored);
-    }
-    ignored = value.raw_json_token();
-    return simdjson::SUCCESS;
+    return simdjson::INCORRECT_TYPE;
   }
 
   void keep(std::string_view key, std::string_view value, bool raw) {
@@ -249,9 +365,11 @@ class Mapper {
         if (!(is_string &&
               (parse_rfc3339(text, record_.time) || parse_clf_time(text, record_.time))) &&
             !(to_number(text, number) && to_epoch(number, record_.time))) {
+          record_.time_unparsed = !record_.has_time();  // counted, and kept as an extra field
           return false;
         }
         record_.timestamp = text;
+        record_.time_unparsed = false;
         return true;
       case Slot::status:
         if (!to_number(text, number) || number < 100 || number > 999) return false;
@@ -302,17 +420,16 @@ class Mapper {
     return true;
   }
 
+  od::document& document_;
   Record& record_;
   Arena& arena_;
+  const char* end_ = nullptr;  // just past the last top-level value read
 };
 
 }  // namespace
 
 struct JsonParser::State {
-  // On-Demand reads only what it is asked for: a kept field's raw token (a number, an object) is
-  // not checked, yet it is written back as it was. The DOM parser checks the whole line first, so
-  // that only valid JSON becomes a record. It runs the best kernel for the CPU (runtime dispatch).
-  simdjson::dom::parser validator;
+  // One On-Demand pass per line; Mapper reads every value, so the pass also validates the line.
   od::parser parser;
   std::string padded;  // the line, with the padding simdjson reads past the end
 };
@@ -336,13 +453,13 @@ ParseError JsonParser::parse(std::string_view line, std::size_t capacity, Record
       data = state_->padded.data();
       capacity = state_->padded.size();
     }
-    if (state_->validator.parse(data, line.size(), false).error()) return "bad JSON";
     od::document document;
     if (state_->parser.iterate(data, line.size(), capacity).get(document)) return "bad JSON";
     od::object object;
     if (document.get_object().get(object)) return "not a JSON object";
-    Mapper mapper(record, arena);
+    Mapper mapper(document, record, arena);
     if (mapper.object(object, {}, 0) != simdjson::SUCCESS) return "bad JSON";
+    if (!mapper.read_to_the_end(data, data + line.size())) return "bad JSON";
     if (data != line.data()) {
       // Views into the padded copy would dangle: point them at the same bytes of the line.
       const auto rebase = [&](std::string_view& view) {

@@ -2,6 +2,7 @@
 // ones, including lines cut short at every byte.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -194,12 +195,114 @@ TEST(JsonParser, ReadsEpochTimesInAnyUnit) {
     ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr) << time;
     EXPECT_EQ(r.time, 1717200000) << time;
   }
-  // A time that cannot be read is kept as an extra field, not dropped.
+  // A time that cannot be read is kept as an extra field, not dropped, and marked for counting.
   Record r;
   const std::string line = R"({"time":"yesterday"})";
   ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
   ASSERT_EQ(r.extra.size(), 1U);
   EXPECT_EQ(r.extra[0].value, "yesterday");
+  EXPECT_TRUE(r.time_unparsed);
+  EXPECT_FALSE(r.has_time());
+  const std::string readable = R"({"ts":"soon","time":1717200000})";
+  ASSERT_EQ(parser.parse(readable, readable.size(), r, arena), nullptr);
+  EXPECT_FALSE(r.time_unparsed);
+  EXPECT_EQ(r.time, 1717200000);
+}
+
+// The first line of each key map, as its writer emits it.
+TEST(JsonParser, MapsNginxCaddyTraefikAndEcsKeys) {
+  JsonParser parser;
+  Arena arena;
+  struct Case {
+    std::string line;
+    std::string_view host;
+    std::string_view path;
+    int status;
+    std::int64_t bytes;
+    std::string_view agent;
+  };
+  const std::vector<Case> cases = {
+      {R"({"time_local":"x","remote_addr":"10.1.1.1","request_method":"GET","request_uri":"/a?b=1","status":"404","body_bytes_sent":"12","request_time":"0.004","http_user_agent":"curl/8"})",
+       "10.1.1.1", "/a?b=1", 404, 12, "curl/8"},
+      {R"({"level":"info","ts":1693840791.75,"request":{"remote_ip":"172.17.0.1","client_ip":"127.0.0.1","proto":"HTTP/1.0","method":"GET","uri":"/","headers":{"User-Agent":["curl/7.74.0"],"Accept":["*/*"]}},"size":10,"status":200,"duration":0.0009})",
+       "172.17.0.1", "/", 200, 10, "curl/7.74.0"},
+      {R"({"ClientHost":"172.17.0.1","DownstreamContentSize":356,"DownstreamStatus":404,"Duration":215563,"RequestMethod":"GET","RequestPath":"/x","StartUTC":"2023-09-04T15:22:37.84Z","request_User-Agent":"Mozilla/5.0"})",
+       "172.17.0.1", "/x", 404, 356, "Mozilla/5.0"},
+      {R"({"@timestamp":"2024-06-01T00:00:00Z","source":{"ip":"192.0.2.9"},"http":{"request":{"method":"POST","referrer":"https://a/"},"response":{"status_code":502,"body":{"bytes":77}},"version":"1.1"},"url":{"path":"/api/v1","original":"/api/v1?q=2"},"user_agent":{"original":"Go-http-client/1.1"},"event":{"duration":2500000}})",
+       "192.0.2.9", "/api/v1", 502, 77, "Go-http-client/1.1"},
+      {R"({"@timestamp":"2024-06-01T00:00:00Z","source.ip":"192.0.2.10","url.path":"/flat","http.response.status_code":201,"http.response.body.bytes":5,"user_agent.original":"ua"})",
+       "192.0.2.10", "/flat", 201, 5, "ua"},
+  };
+  for (const Case& c : cases) {
+    Record r;
+    ASSERT_EQ(parser.parse(c.line, c.line.size(), r, arena), nullptr) << c.line;
+    EXPECT_EQ(r.host, c.host) << c.line;
+    EXPECT_EQ(r.path, c.path) << c.line;
+    EXPECT_EQ(r.status, c.status) << c.line;
+    EXPECT_EQ(r.bytes, c.bytes) << c.line;
+    EXPECT_EQ(r.agent, c.agent) << c.line;
+  }
+  Record ecs;
+  ASSERT_EQ(parser.parse(cases[3].line, cases[3].line.size(), ecs, arena), nullptr);
+  EXPECT_EQ(ecs.method, "POST");
+  EXPECT_EQ(ecs.protocol, "1.1");
+  EXPECT_EQ(ecs.referrer, "https://a/");
+  EXPECT_DOUBLE_EQ(ecs.duration, 0.0025);
+  EXPECT_EQ(ecs.time, 1717200000);
+}
+
+// Real files: Caddy's and Traefik's own logs. Counted independently: records, then those with a
+// path, a user agent and an HTTP status (Caddy writes 0 for a request it aborted).
+TEST(JsonParser, ReadsTheRealCaddyAndTraefikLogs) {
+  JsonParser parser;
+  struct Expected {
+    const char* name;
+    std::size_t records, paths, agents, statuses;
+  };
+  for (const Expected& e :
+       {Expected{"caddy-logs.log", 11, 10, 10, 3}, Expected{"traefik_json.log", 6, 6, 2, 6},
+        Expected{"traefik_base-http-scenario.log", 80, 80, 80, 80}}) {
+    std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/crowdsec-json-access/" + e.name);
+    ASSERT_TRUE(file) << e.name;
+    std::size_t records = 0;
+    std::size_t paths = 0;
+    std::size_t agents = 0;
+    std::size_t statuses = 0;
+    for (std::string line; std::getline(file, line);) {
+      if (line.empty() || line.front() != '{') continue;
+      Arena arena;
+      Record r;
+      ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr) << line;
+      EXPECT_TRUE(r.has_time()) << line;
+      ++records;
+      paths += r.path.empty() ? 0 : 1;
+      agents += r.agent.empty() ? 0 : 1;
+      statuses += r.status >= 100 ? 1 : 0;
+    }
+    EXPECT_EQ(records, e.records) << e.name;
+    EXPECT_EQ(paths, e.paths) << e.name;
+    EXPECT_EQ(agents, e.agents) << e.name;
+    EXPECT_EQ(statuses, e.statuses) << e.name;
+  }
+}
+
+// One pass reads all of a line: whatever is not valid JSON, mapped or kept or neither, is rejected.
+TEST(JsonParser, RejectsInvalidJsonAnywhereInTheLine) {
+  JsonParser parser;
+  Arena arena;
+  for (const std::string& line : std::vector<std::string>{
+           R"({"a":tru})", R"({"a":[1,]})", R"({"a":{"b":nul}})", R"({"a":1} x)", R"({"a":01})",
+           R"({"request":{"headers":{"X":[1,2,}}}})", R"({"status":200,"x":"\q"})", R"({"a":1,})",
+           R"({"path":"/x" "y":1})", R"({"extra":{"deep":[{"k":-}]}})"}) {
+    Record r;
+    EXPECT_NE(parser.parse(line, line.size(), r, arena), nullptr) << line;
+  }
+  const std::string good = R"({"status":200,"k":{"deep":[1,2.5e3,true,null,"s\n"]},"n":-0.5})";
+  Record r;
+  ASSERT_EQ(parser.parse(good, good.size(), r, arena), nullptr);
+  ASSERT_EQ(r.extra.size(), 2U);
+  EXPECT_EQ(r.extra[0].value, R"({"deep":[1,2.5e3,true,null,"s\n"]})");
+  EXPECT_EQ(r.extra[1].value, "-0.5");
 }
 
 TEST(JsonParser, RejectsWhatIsNotOneObject) {

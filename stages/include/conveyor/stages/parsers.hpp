@@ -33,20 +33,28 @@ ParseError parse_syslog(std::string_view line, Record& record, int year) noexcep
 using Arena = std::deque<std::string>;
 
 // JSON lines: maps the usual keys of access logs onto the record (first match wins; a dotted
-// name is a path into nested objects) and keeps every other top-level key in `extra`:
-//   time       time, timestamp, @timestamp, ts, StartUTC, start_time (RFC 3339 text, or epoch
-//              seconds/milliseconds as a number)
-//   host       remote_addr, client_ip, ClientHost, client, host, request.remote_ip
-//   user       remote_user, user, ClientUsername
-//   method     method, request_method, RequestMethod, request.method
-//   path       path, uri, request_uri, RequestPath, url, request.uri
-//   protocol   protocol, server_protocol, RequestProtocol, request.proto
-//   status     status, status_code, DownstreamStatus, response.status
-//   bytes      bytes, body_bytes_sent, bytes_sent, size, DownstreamContentSize
-//   referrer   referrer, referer, http_referer, request.headers.Referer
-//   agent      user_agent, agent, http_user_agent, request.headers.User-Agent
-//   duration   duration, request_time, response_time (seconds); Duration (nanoseconds, as
-//              Traefik writes it)
+// name is a path into nested objects, or a key written with its dots) and keeps every other
+// top-level key in `extra`. Keys of Apache/nginx via Fluentd or Fluent Bit, nginx JSON, Caddy,
+// Traefik and the Elastic Common Schema (ECS):
+//   time       time, timestamp, @timestamp, ts, StartUTC, start_time: RFC 3339 (any fraction,
+//              zone or none, 'T' or space), CLF, or epoch s/ms/us/ns by magnitude (number or text)
+//   host       remote_addr, client_ip, ClientHost, client, host, request.remote_ip,
+//              request.client_ip, source.ip, source.address, client.ip, client.address
+//   user       remote_user, user, ClientUsername, user.name
+//   method     method, request_method, RequestMethod, request.method, http.request.method
+//   path       path, uri, request_uri, RequestPath, url, request.uri, url.path, url.original
+//   protocol   protocol, server_protocol, RequestProtocol, request.proto, http.version
+//   status     status, status_code, code, DownstreamStatus, response.status,
+//              http.response.status_code
+//   bytes      bytes, body_bytes_sent, bytes_sent, size, DownstreamContentSize,
+//              http.response.body.bytes, http.response.bytes
+//   referrer   referrer, referer, http_referer, request.headers.Referer, request_Referer,
+//              http.request.referrer
+//   agent      user_agent, agent, http_user_agent, request.headers.User-Agent,
+//              request_User-Agent, user_agent.original (an array's first string counts)
+//   duration   duration, request_time, response_time (seconds); Duration, event.duration (ns)
+// A time field that is there but not understood sets Record::time_unparsed and stays in `extra`.
+// One On-Demand pass reads the whole line: a line that is not valid JSON is rejected.
 // Not thread-safe: one per worker.
 class JsonParser {
  public:
