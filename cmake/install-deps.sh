@@ -13,7 +13,20 @@ packages=(
   libgtest-dev libgmock-dev prometheus spin libxml2-utils clang libclang-rt-14-dev
   # benchmarks and their peers
   libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev time
+  # the log-ingest benchmark's peer (bench/log_ingest_bench.sh), with its apache parser (the SCL)
+  syslog-ng-core syslog-ng-scl
 )
+
+# syslog-ng conflicts with the other system loggers (rsyslog): installing it would remove the
+# machine's own. Where one is installed, the benchmark goes without syslog-ng instead.
+if dpkg-query -W -f='${Status}' rsyslog 2>/dev/null | grep -q 'install ok installed'; then
+  echo "install-deps: rsyslog is installed; skipping syslog-ng, which would replace it"
+  kept=()
+  for package in "${packages[@]}"; do
+    [[ $package == syslog-ng-* ]] || kept+=("$package")
+  done
+  packages=("${kept[@]}")
+fi
 
 missing=()
 for package in "${packages[@]}"; do
@@ -34,5 +47,15 @@ fi
 
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Daemons among these (syslog-ng, prometheus) start when installed, through invoke-rc.d or
+# deb-systemd-invoke; in a container, a syslog-ng left running would hold /dev/log. The benchmarks
+# and tests start their own instances, so nothing is started here: unless a policy is in place
+# already (Docker's Debian images have one that denies every start), one that does is put in
+# place for the install, and removed after it.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  "${sudo[@]}" sh -c "printf '#!/bin/sh\\nexit 101\\n' > $policy && chmod 755 $policy"
+  trap '"${sudo[@]}" rm -f "$policy"' EXIT
+fi
 "${sudo[@]}" apt-get update -qq
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
