@@ -122,8 +122,8 @@ int main_guarded(int argc, char** argv) {
       ->check(CLI::Range(1, 10000));
   run_command
       ->add_option("--top-capacity", run.summary_options.top_capacity,
-                   "Keys each top list tracks (Space-Saving): memory is bounded, and counts are "
-                   "exact until a list has more distinct keys than this")
+                   "Keys each top list tracks (Space-Saving; at least 4 x --top): memory is "
+                   "bounded, and counts are exact until a list has more distinct keys than this")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 24U));
   run_command->add_flag("--exact", run.summary_options.exact,

@@ -238,7 +238,10 @@ int run_ingest(const RunOptions& options) {
   }
 #endif
 
-  stages::Summary summary(options.summary_options);
+  // A top list tracks at least four times the keys it shows, so that what it shows is found.
+  stages::SummaryOptions summary_options = options.summary_options;
+  summary_options.top_capacity = std::max(summary_options.top_capacity, 4 * options.top);
+  stages::Summary summary(summary_options);
   pipeline.source(next_chunk, {.name = "read"}) |
       stage(stages::ParseStage(config), {.name = "parse",
                                          .mode = Mode::parallel,
@@ -246,7 +249,7 @@ int run_ingest(const RunOptions& options) {
                                          .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      stage(stages::AggregateStage(options.summary_options, live),
+      stage(stages::AggregateStage(summary_options, live),
             {.name = "aggregate",
              .mode = Mode::parallel,
              .workers = workers,

@@ -27,7 +27,7 @@ struct RunOptions {
   std::size_t top = 10;
   stages::SummaryOptions summary_options;  // bounded top lists and distinct counts, or exact
   std::uint64_t sample_lines = 200'000;
-  std::size_t chunk_size = std::size_t{1} << 20;
+  std::size_t chunk_size = std::size_t{512} << 10;
   std::size_t max_line_length = std::size_t{64} << 10;
   bool quiet = false;  // no table on the terminal
 };

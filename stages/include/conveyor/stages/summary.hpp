@@ -48,7 +48,7 @@ class QuantileSketch {
 // (Space-Saving) and distinct keys are estimated (HyperLogLog), so memory does not grow with the
 // input. `exact` keeps every key instead.
 struct SummaryOptions {
-  std::size_t top_capacity = 10'000;
+  std::size_t top_capacity = 4096;
   bool exact = false;
 };
 
