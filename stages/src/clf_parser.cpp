@@ -1,6 +1,7 @@
 // The NCSA common and Apache combined log formats, by hand: one pass, no allocation, no regex.
 //   host ident user [dd/Mon/yyyy:HH:MM:SS +zzzz] "request" status bytes ["referrer" "agent"]
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "conveyor/stages/parsers.hpp"
@@ -49,20 +50,24 @@ class Cursor {
     return true;
   }
   // `"` ... `"`, where `\"` does not end it (Apache escapes quotes in the request so).
+  // A quote ends it when the backslashes right before it, if any, are an even number.
   bool quoted(std::string_view& out) noexcept {
     if (!expect('"')) return false;
-    std::size_t i = at_;
-    for (; i < text_.size(); ++i) {
-      if (text_[i] == '\\' && i + 1 < text_.size()) {
-        ++i;
-      } else if (text_[i] == '"') {
-        break;
+    std::size_t from = at_;
+    for (;;) {
+      const void* found = std::memchr(text_.data() + from, '"', text_.size() - from);
+      if (found == nullptr) return false;
+      const auto quote = static_cast<std::size_t>(static_cast<const char*>(found) - text_.data());
+      std::size_t backslashes = 0;
+      while (quote - backslashes > at_ && text_[quote - backslashes - 1] == '\\')
+        ++backslashes;
+      if (backslashes % 2 == 0) {
+        out = text_.substr(at_, quote - at_);
+        at_ = quote + 1;
+        return true;
       }
+      from = quote + 1;
     }
-    if (i >= text_.size()) return false;
-    out = text_.substr(at_, i - at_);
-    at_ = i + 1;
-    return true;
   }
 
  private:
