@@ -109,8 +109,8 @@ int main_guarded(int argc, char** argv) {
       ->capture_default_str();
   run_command
       ->add_option("--workers", run.workers,
-                   "Cores to use: parse and aggregation workers, and on files the threads every "
-                   "stage shares (0: one per core)")
+                   "Cores to use: parse workers, and on files the threads every stage shares (0: "
+                   "one per core)")
       ->capture_default_str()
       ->check(CLI::Range(0, 256));
   run_command->add_flag("--progress", run.progress,

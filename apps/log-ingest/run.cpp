@@ -1,11 +1,10 @@
 // The log-ingest pipeline:
 //
-//   read (source) -> parse (parallel) -> write (serial, in order) -> aggregate (parallel, by
-//   partition) -> summary (serial)
+//   read (source) -> parse (parallel) -> write (serial, in order) -> done (sink)
 //
 // `read` makes chunks of whole lines; `parse` turns each into records, dead letters and JSON
-// text; `write` writes those in the input's order and hands each partition of records to the
-// aggregation worker that owns it; `summary` merges the workers' partial summaries at the end.
+// text, and counts the records into its worker's partial summary (stages::Tallies); `write`
+// writes the text in the input's order. The partial summaries are merged once the run is over.
 #include "run.hpp"
 
 #include <atomic>
@@ -24,13 +23,13 @@
 #include <vector>
 
 #include "conveyor/framework.hpp"
-#include "conveyor/stages/aggregate_stage.hpp"
 #include "conveyor/stages/file_source.hpp"
 #include "conveyor/stages/filter.hpp"
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/memory_source.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/summary.hpp"
+#include "conveyor/stages/tallies.hpp"
 #include "conveyor/stages/write_stage.hpp"
 #include "progress.hpp"
 #include "sample.hpp"
@@ -141,7 +140,6 @@ int run_ingest(const RunOptions& options) {
       options.workers != 0 ? options.workers : std::max(1U, std::thread::hardware_concurrency());
   config->projection.fields = options.fields;
   config->max_line_length = options.max_line_length;
-  config->partitions = workers * 4;
   {
     const std::time_t now = std::time(nullptr);
     std::tm utc{};
@@ -241,22 +239,17 @@ int run_ingest(const RunOptions& options) {
   // A top list tracks at least four times the keys it shows, so that what it shows is found.
   stages::SummaryOptions summary_options = options.summary_options;
   summary_options.top_capacity = std::max(summary_options.top_capacity, 4 * options.top);
-  stages::Summary summary(summary_options);
+  // Each parse worker counts the records it parsed into its own partial summary, while their
+  // text is in its cache; the writer gets only the rendered text, in the input's order.
+  auto tallies = std::make_shared<stages::Tallies>(workers, summary_options, live);
   pipeline.source(next_chunk, {.name = "read"}) |
-      stage(stages::ParseStage(config), {.name = "parse",
-                                         .mode = Mode::parallel,
-                                         .workers = workers,
-                                         .channel = Channel::queue(2)}) |
+      stage(stages::ParseStage(config, tallies), {.name = "parse",
+                                                  .mode = Mode::parallel,
+                                                  .workers = workers,
+                                                  .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      stage(stages::AggregateStage(summary_options, live),
-            {.name = "aggregate",
-             .mode = Mode::parallel,
-             .workers = workers,
-             .channel = Channel::queue(16),
-             .dispatch = Dispatch::by_partition(&stages::Slice::partition)}) |
-      sink([&summary](stages::Summary partial) { summary.merge(std::move(partial)); },
-           {.name = "summary"});
+      sink([](const stages::Slice&) {}, {.name = "done"});
 
   interrupted.store(false, std::memory_order_relaxed);
   interrupted_source.store(files.get(), std::memory_order_release);
@@ -285,6 +278,7 @@ int run_ingest(const RunOptions& options) {
   if (status != 0) return status;
 
   const PipelineStats stats = pipeline.stats();
+  stages::Summary summary = tallies->merged();
   summary.partial = interrupted.load(std::memory_order_relaxed);
   summary.elapsed_seconds = stats.elapsed_seconds;
   summary.input_bytes = files ? files->bytes_read() : sample->bytes_total();

@@ -19,12 +19,14 @@ void LiveTotals::add(std::size_t worker, const Slice& slice) noexcept {
   counts.records += slice.counts.records;
   counts.rejected += slice.counts.rejected;
   counts.filtered += slice.counts.filtered;
-  for (const Record& record : slice.records) {
-    if (record.bytes > 0) counts.bytes += static_cast<std::uint64_t>(record.bytes);
-    const bool known = record.status >= 100 && record.status < 600;
-    ++counts.by_status_class[known ? static_cast<std::size_t>(record.status / 100 - 1)
-                                   : status_classes - 1];
-  }
+  for (const Record& record : slice.records)
+    counts.add(record);
+}
+
+void LiveTotals::Counts::add(const Record& record) noexcept {
+  if (record.bytes > 0) bytes += static_cast<std::uint64_t>(record.bytes);
+  const bool known = record.status >= 100 && record.status < 600;
+  ++by_status_class[known ? static_cast<std::size_t>(record.status / 100 - 1) : status_classes - 1];
 }
 
 LiveTotals::Counts LiveTotals::total() const noexcept {

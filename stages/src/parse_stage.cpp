@@ -15,22 +15,26 @@ constexpr std::string_view too_long = "line too long";
 
 }  // namespace
 
-ParseStage::ParseStage(std::shared_ptr<const ParseConfig> config)
-    : config_(std::move(config)), json_(std::make_unique<JsonParser>()) {}
+ParseStage::ParseStage(std::shared_ptr<const ParseConfig> config, std::shared_ptr<Tallies> tallies)
+    : config_(std::move(config)),
+      tallies_(std::move(tallies)),
+      json_(std::make_unique<JsonParser>()) {}
 
 ParseStage::ParseStage(const ParseStage& other)
-    : config_(other.config_), json_(std::make_unique<JsonParser>()) {}
+    : config_(other.config_), tallies_(other.tallies_), json_(std::make_unique<JsonParser>()) {}
 
 ParseStage::~ParseStage() = default;
 
-Batch ParseStage::operator()(Chunk chunk) {
+Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
   const ParseConfig& config = *config_;
+  Summary* const summary = tallies_ ? &tallies_->summary(worker) : nullptr;
+  LiveTotals::Counts live;
   auto storage = std::make_shared<BatchStorage>();
   storage->chunk = std::move(chunk);
   const Chunk& in = storage->chunk;
   const Input& input = *in.input;
   Batch batch;
-  batch.partitions.resize(config.partitions == 0 ? 1 : config.partitions);
+  batch.partitions.resize(summary != nullptr || config.partitions == 0 ? 1 : config.partitions);
   LineCounts& counts = batch.counts;
   // Room for the records at once (about 1.4 times the text for access logs, less for JSON lines),
   // instead of copying a growing megabyte several times over.
@@ -93,12 +97,23 @@ Batch ParseStage::operator()(Chunk chunk) {
     if (config.write_records) {
       append_record(batch.output, record, input, number, config.projection);
     }
+    if (summary != nullptr) {
+      summary->add(record);
+      live.add(record);
+      record = Record{};
+      return;
+    }
     const std::size_t partition =
         std::hash<std::string_view>{}(record.host) % batch.partitions.size();
     batch.partitions[partition].push_back(std::move(record));
     record = Record{};
   });
-  batch.storage = std::move(storage);
+  if (summary != nullptr) {
+    // Counted here: the batch keeps its text and line counts, and the chunk can go.
+    tallies_->add_batch(worker, batch.counts, live);
+  } else {
+    batch.storage = std::move(storage);
+  }
   return batch;
 }
 

@@ -29,6 +29,7 @@
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/parsers.hpp"
 #include "conveyor/stages/summary.hpp"
+#include "conveyor/stages/tallies.hpp"
 #include "conveyor/stages/write_stage.hpp"
 #include "watchdog.hpp"
 
@@ -524,6 +525,65 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   }
   EXPECT_EQ(parsed, c.records);
   fs::remove(records_path);
+}
+
+// log-ingest's own shape: each parse worker counts its records into Tallies, and the writer only
+// writes. Every line is counted once, the live totals agree with the summary, and the summary is
+// the one that aggregation workers make of the same lines.
+TEST(IngestPipeline, ParseWorkersCountIntoTalliesWhatAggregationWorkersWould) {
+  conveyor::testing::Watchdog watchdog;
+  std::string text;
+  for (int i = 0; i < 20000; ++i) {
+    if (i % 89 == 0) {
+      text += "not a log line\n";
+      continue;
+    }
+    text += "10.0.1." + std::to_string(i % 300) +
+            " - - [01/Nov/2026:00:" + std::to_string(10 + i % 40) + ":00 +0000] \"GET /p" +
+            std::to_string(i % 500) + " HTTP/1.1\" " + (i % 7 == 0 ? "404" : "200") + " " +
+            std::to_string(i) + " \"-\" \"agent\"\n";
+  }
+  const auto run = [&](bool tallied) {
+    auto config = std::make_shared<ParseConfig>();
+    config->partitions = 4;
+    config->write_dead_letters = false;
+    auto outputs = std::make_shared<Outputs>();
+    auto live = std::make_shared<conveyor::Shared<LiveTotals>>(
+        "live-totals", std::vector<std::string>{"update", "snapshot"}, LiveTotals(3));
+    auto tallies = std::make_shared<Tallies>(3, SummaryOptions{}, live);
+    MemorySource source("test", text, {.chunk_size = 4096});
+    Summary summary;
+    conveyor::Pipeline pipeline({.name = "tallies-test"});
+    auto parsed = pipeline.source([&]() { return source.next(); }) |
+                  conveyor::stage(ParseStage(config, tallied ? tallies : nullptr),
+                                  {.mode = conveyor::Mode::parallel, .workers = 3}) |
+                  conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order});
+    if (tallied) {
+      std::move(parsed) | conveyor::sink([](const Slice&) {});
+    } else {
+      std::move(parsed) |
+          conveyor::stage(AggregateStage({}, live),
+                          {.mode = conveyor::Mode::parallel,
+                           .workers = 3,
+                           .dispatch = conveyor::Dispatch::by_partition(&Slice::partition)}) |
+          conveyor::sink([&](Summary partial) { summary.merge(std::move(partial)); });
+    }
+    pipeline.run();
+    if (tallied) summary = tallies->merged();
+    const LiveTotals::Counts total =
+        live->access(LiveTotals::snapshot, [](const LiveTotals& t) { return t.total(); });
+    EXPECT_EQ(total.lines, summary.counts.lines);
+    EXPECT_EQ(total.records, summary.counts.records);
+    EXPECT_EQ(total.rejected, summary.counts.rejected);
+    EXPECT_EQ(total.bytes, summary.bytes);
+    EXPECT_EQ(total.by_status_class[3], summary.by_status[404]);
+    return summary.to_json(10);
+  };
+  const std::string tallied = run(true);
+  const std::string aggregated = run(false);
+  EXPECT_EQ(tallied, aggregated);
+  EXPECT_NE(tallied.find(R"("lines":20000,)"), std::string::npos) << tallied;
+  EXPECT_NE(tallied.find(R"("rejected":225,)"), std::string::npos) << tallied;
 }
 
 }  // namespace

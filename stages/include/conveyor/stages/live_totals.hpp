@@ -39,12 +39,16 @@ struct LiveTotals {
     std::array<std::uint64_t, status_classes> by_status_class{};
 
     void add(const Counts& other) noexcept;
+    // A record's size and status class (not its line: those come with the batch's LineCounts).
+    void add(const Record& record) noexcept;
   };
 
   explicit LiveTotals(std::size_t workers = 1) : slots(workers) {}
 
   // Worker `worker` aggregated `slice`.
   void add(std::size_t worker, const Slice& slice) noexcept;
+  // Worker `worker` counted these.
+  void add(std::size_t worker, const Counts& counts) noexcept { slots[worker].counts.add(counts); }
   [[nodiscard]] Counts total() const noexcept;
 
   // One cache line each: workers write their slots together.

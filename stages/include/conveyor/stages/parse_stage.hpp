@@ -1,8 +1,11 @@
 // ParseStage: Chunk -> Batch. Splits the chunk into lines without copying, parses each with the
 // input's format, applies the filter, renders kept records as JSON lines (when asked to) and
-// rejected lines as dead letters, and partitions the records for aggregation.
+// rejected lines as dead letters, and partitions the records for aggregation. Given Tallies, it
+// counts the records itself, each worker into its own partial summary, and the batch carries
+// only its text and line counts.
 //
 //   conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel, .workers = n})
+//   conveyor::stage(ParseStage(config, tallies), {.mode = conveyor::Mode::parallel, .workers = n})
 //
 // Blank lines are counted and skipped. A line longer than `max_line_length` is rejected (the
 // source already drops those that do not fit in a chunk). Bad lines never stop the stage.
@@ -13,12 +16,15 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 
+#include "conveyor/framework/emit.hpp"
 #include "conveyor/stages/batch.hpp"
 #include "conveyor/stages/chunk.hpp"
 #include "conveyor/stages/filter.hpp"
 #include "conveyor/stages/json_writer.hpp"
 #include "conveyor/stages/parsers.hpp"
+#include "conveyor/stages/tallies.hpp"
 
 namespace conveyor::stages {
 
@@ -34,15 +40,19 @@ struct ParseConfig {
 
 class ParseStage {
  public:
-  explicit ParseStage(std::shared_ptr<const ParseConfig> config);
+  explicit ParseStage(std::shared_ptr<const ParseConfig> config,
+                      std::shared_ptr<Tallies> tallies = nullptr);
   ParseStage(const ParseStage& other);
   ParseStage& operator=(const ParseStage&) = delete;
   ~ParseStage();
 
-  Batch operator()(Chunk chunk);
+  void operator()(Chunk chunk, Emit<Batch>& emit) { emit(parse(std::move(chunk), emit.worker())); }
+  // The batch of `chunk`, parsed on worker `worker` (whose partial summary it counts into).
+  Batch parse(Chunk chunk, std::size_t worker);
 
  private:
   std::shared_ptr<const ParseConfig> config_;
+  std::shared_ptr<Tallies> tallies_;
   std::unique_ptr<JsonParser> json_;
 };
 
