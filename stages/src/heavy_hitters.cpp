@@ -30,7 +30,7 @@ class KeyArena {
   [[nodiscard]] std::size_t reserved() const noexcept { return reserved_; }
 
  private:
-  static constexpr std::size_t block_size = 64 * 1024;
+  static constexpr std::size_t block_size = std::size_t{64} << 10U;
   std::vector<std::unique_ptr<char[]>> blocks_;
   char* cursor_ = nullptr;
   std::size_t left_ = 0;

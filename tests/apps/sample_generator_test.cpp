@@ -120,6 +120,7 @@ TEST(SampleGenerator, RealisticPathsMostlyDistinctUnderAPopularHead) {
     ++paths[record.path];
   EXPECT_GE(paths.size(), 50'000U);
   std::vector<std::uint64_t> counts;
+  counts.reserve(paths.size());
   for (const auto& [path, count] : paths)
     counts.push_back(count);
   std::sort(counts.rbegin(), counts.rend());
@@ -145,6 +146,7 @@ TEST(SampleGenerator, RealisticClientsHaveALongTail) {
   EXPECT_GE(ipv6, clients.size() / 20);
   EXPECT_LE(ipv6, clients.size() / 4);
   std::vector<std::uint64_t> counts;
+  counts.reserve(clients.size());
   for (const auto& [client, count] : clients)
     counts.push_back(count);
   std::sort(counts.rbegin(), counts.rend());
