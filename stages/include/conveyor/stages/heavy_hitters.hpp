@@ -10,7 +10,8 @@
 // over the union of their streams. Unbounded (capacity 0): an exact count of every key.
 //
 // Keys are copied into an arena owned by the summary, so destroying it frees a few blocks, not a
-// string per key. Not thread-safe: one per worker, merged at the end.
+// string per key. Not thread-safe: one per worker, merged at the end. A moved-from summary may
+// only be assigned to or destroyed.
 #pragma once
 
 #include <cstddef>
