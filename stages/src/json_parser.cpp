@@ -127,6 +127,15 @@ const std::unordered_set<std::string_view>& nested() {
   return prefixes;
 }
 
+// The names a record is written with (json_writer.cpp): a kept key with one of them is renamed.
+const std::unordered_set<std::string_view>& record_field_names() {
+  static const std::unordered_set<std::string_view> names = {
+      "time",  "host",     "user",      "method",   "path",     "protocol", "status",
+      "bytes", "referrer", "agent",     "duration", "facility", "severity", "program",
+      "pid",   "message",  "timestamp", "input",    "line"};
+  return names;
+}
+
 constexpr std::size_t max_name = 64;
 constexpr int max_nesting = 4;
 // Deeper lines are rejected: On-Demand must not descend past its parser's depth (1024).
@@ -205,42 +214,61 @@ class Mapper {
   }
 
  private:
+  // One member: mapped onto the record, kept in `extra` (top level only), or only checked. A
+  // top-level value is always kept when nothing was taken from it, and an object whose members
+  // were read is kept whole as well, so that nothing the line holds is lost.
   simdjson::error_code member(std::string_view key, od::value& value, od::json_type type,
                               std::string_view prefix, int depth) {
-    if (prefix.size() + key.size() + 1 > max_name) return check(value);
+    const bool top = prefix.empty();
+    const char* const start = value.raw_json_token().data();
+    const bool container = type == od::json_type::object || type == od::json_type::array;
     std::array<char, max_name> buffer{};
     std::size_t length = 0;
-    for (const char c : prefix)
-      buffer[length++] = c;
-    if (!prefix.empty()) buffer[length++] = '.';
-    for (const char c : key)
-      buffer[length++] = c;
+    const bool named = prefix.size() + key.size() + 1 <= max_name;
+    if (named) {
+      for (const char c : prefix)
+        buffer[length++] = c;
+      if (!prefix.empty()) buffer[length++] = '.';
+      for (const char c : key)
+        buffer[length++] = c;
+    }
     const std::string_view name(buffer.data(), length);
-    if (type == od::json_type::object && depth < max_nesting && nested().contains(name)) {
+    bool taken = false;
+    if (named && type == od::json_type::object && depth < max_nesting && nested().contains(name)) {
       od::object inner;
       if (auto error = value.get_object().get(inner)) return error;
-      return object_of(inner, name, depth + 1);
-    }
-    const auto found = slots().find(name);
-    const Slot slot = found == slots().end() ? Slot::none : found->second;
-    if (type == od::json_type::array && slot != Slot::none) {
+      if (auto error = object_of(inner, name, depth + 1)) return error;
+    } else if (const Slot slot = named ? slot_of(name) : Slot::none;
+               type == od::json_type::array && slot != Slot::none) {
       // Caddy writes headers as arrays of strings: the first one is the value.
-      return first_of(value, slot);
-    }
-    if (type == od::json_type::object || type == od::json_type::array) {
-      if (!prefix.empty()) return check(value);
+      if (auto error = first_of(value, slot, taken)) return error;
+    } else if (container) {
+      if (!top) return check(value);
       std::string_view raw;
-      if (auto error = checked_raw(value, raw)) return error;
-      if (slot == Slot::none) keep(key, raw, true);
+      if (auto error = checked_raw(value, start, raw)) return error;
+      keep(key, raw, true);
+      return simdjson::SUCCESS;
+    } else {
+      std::string_view text;
+      bool is_string = false;
+      if (auto error = scalar(value, type, text, is_string)) return error;
+      if ((slot == Slot::none || !assign(slot, text, is_string)) && top) {
+        keep(key, text, !is_string);
+      }
       return simdjson::SUCCESS;
     }
-    std::string_view text;
-    bool is_string = false;
-    if (auto error = scalar(value, type, text, is_string)) return error;
-    if (slot == Slot::none || !assign(slot, text, is_string)) {
-      if (prefix.empty()) keep(key, text, !is_string);
+    if (top && !taken) {
+      // An object that was read member by member, or an array that gave nothing: kept whole.
+      const char* end = nullptr;
+      if (auto error = document_.current_location().get(end)) return error;
+      keep(key, trim_right(std::string_view(start, static_cast<std::size_t>(end - start))), true);
     }
     return simdjson::SUCCESS;
+  }
+
+  static Slot slot_of(std::string_view name) {
+    const auto found = slots().find(name);
+    return found == slots().end() ? Slot::none : found->second;
   }
 
   // Named so because a recursive call from a range-for over `object` reads oddly otherwise.
@@ -275,7 +303,7 @@ class Mapper {
   }
 
   // The first element of an array, when it is a string, into `slot`; every element is checked.
-  simdjson::error_code first_of(od::value& value, Slot slot) {
+  simdjson::error_code first_of(od::value& value, Slot slot, bool& taken) {
     od::array array;
     if (auto error = value.get_array().get(array)) return error;
     bool first = true;
@@ -292,14 +320,13 @@ class Mapper {
       std::string_view text;
       bool is_string = false;
       if (auto error = scalar(item, type, text, is_string)) return error;
-      (void)assign(slot, text, is_string);
+      taken = assign(slot, text, is_string);
     }
     return simdjson::SUCCESS;
   }
 
   // An object or array, checked, as it was written.
-  simdjson::error_code checked_raw(od::value& value, std::string_view& raw) {
-    const char* start = value.raw_json_token().data();
+  simdjson::error_code checked_raw(od::value& value, const char* start, std::string_view& raw) {
     if (auto error = check(value)) return error;
     const char* end = nullptr;
     if (auto error = document_.current_location().get(end)) return error;
@@ -350,9 +377,13 @@ class Mapper {
     return simdjson::INCORRECT_TYPE;
   }
 
+  // A key that is also the name of a field the record is written with gets a '_' in front, so
+  // that no written object has a name twice.
   void keep(std::string_view key, std::string_view value, bool raw) {
     // The key may live in simdjson's buffer, which the next line reuses.
-    const std::string_view stable = arena_.emplace_back(key);
+    const std::string_view stable = record_field_names().contains(key)
+                                        ? arena_.emplace_back("_").append(key)
+                                        : arena_.emplace_back(key);
     record_.extra.push_back(Field{stable, value, raw});
   }
 
@@ -360,29 +391,36 @@ class Mapper {
   bool assign(Slot slot, std::string_view text, bool is_string) {
     double number = 0;
     switch (slot) {
-      case Slot::time:
+      case Slot::time: {
         // RFC 3339 or CLF text, or epoch seconds to nanoseconds as a number or in a string.
-        if (!(is_string &&
-              (parse_rfc3339(text, record_.time) || parse_clf_time(text, record_.time))) &&
-            !(to_number(text, number) && to_epoch(number, record_.time))) {
-          record_.time_unparsed = !record_.has_time();  // counted, and kept as an extra field
+        if (record_.has_time()) return false;  // the first key that maps wins
+        std::int64_t time = 0;
+        if (!(is_string && (parse_rfc3339(text, time) || parse_clf_time(text, time))) &&
+            !(to_number(text, number) && to_epoch(number, time))) {
+          record_.time_unparsed = true;  // counted, and kept as an extra field
           return false;
         }
+        record_.time = time;
         record_.timestamp = text;
         record_.time_unparsed = false;
         return true;
+      }
       case Slot::status:
-        if (!to_number(text, number) || number < 100 || number > 999) return false;
+        if (record_.status >= 0 || !to_number(text, number) || number < 100 || number > 999) {
+          return false;
+        }
         record_.status = static_cast<int>(number);
         return true;
       case Slot::bytes:
         // Below 2^63, so that it converts.
-        if (!to_number(text, number) || number < 0 || number >= 9.2e18) return false;
+        if (record_.bytes >= 0 || !to_number(text, number) || number < 0 || number >= 9.2e18) {
+          return false;
+        }
         record_.bytes = static_cast<std::int64_t>(number);
         return true;
       case Slot::duration:
       case Slot::duration_ns:
-        if (!to_number(text, number) || number < 0) return false;
+        if (record_.has_duration() || !to_number(text, number) || number < 0) return false;
         record_.duration = slot == Slot::duration_ns ? number / 1e9 : number;
         return true;
       default:

@@ -286,6 +286,42 @@ TEST(JsonParser, ReadsTheRealCaddyAndTraefikLogs) {
   }
 }
 
+// The first key that maps wins, for numbers and times too; whatever is not taken is kept, under a
+// name that no written field has.
+TEST(JsonParser, FirstKeyWinsAndNothingIsLost) {
+  JsonParser parser;
+  Arena arena;
+  const auto extra = [](const Record& r, std::string_view name) -> std::string_view {
+    for (const Field& field : r.extra) {
+      if (field.name == name) return field.value;
+    }
+    return "(none)";
+  };
+  Record r;
+  std::string line =
+      R"({"status":200,"code":404,"time":"2024-01-01T00:00:00Z","ts":5,"duration":0.5,"Duration":2000000000})";
+  ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.time, 1704067200);
+  EXPECT_DOUBLE_EQ(r.duration, 0.5);
+  EXPECT_EQ(extra(r, "code"), "404");
+  EXPECT_EQ(extra(r, "ts"), "5");
+  EXPECT_EQ(extra(r, "Duration"), "2000000000");
+
+  const std::string long_key(70, 'k');
+  line =
+      R"({")" + long_key +
+      R"(":1,"host":{"name":"web-1"},"source":{"ip":"192.0.2.1","port":9},"path":[1,2],"agent":["x"]})";
+  ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
+  EXPECT_EQ(extra(r, long_key), "1");
+  EXPECT_EQ(r.host, "192.0.2.1");
+  EXPECT_EQ(extra(r, "_host"), R"({"name":"web-1"})");              // not a second "host"
+  EXPECT_EQ(extra(r, "source"), R"({"ip":"192.0.2.1","port":9})");  // read, and kept whole
+  EXPECT_EQ(extra(r, "_path"), "[1,2]");                            // nothing taken from it
+  EXPECT_EQ(r.agent, "x");
+  EXPECT_EQ(extra(r, "_agent"), "(none)");
+}
+
 // One pass reads all of a line: whatever is not valid JSON, mapped or kept or neither, is rejected.
 TEST(JsonParser, RejectsInvalidJsonAnywhereInTheLine) {
   JsonParser parser;
