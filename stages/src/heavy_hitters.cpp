@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <utility>
 
 namespace conveyor::stages {
@@ -36,6 +38,9 @@ class KeyArena {
   std::size_t left_ = 0;
   std::size_t reserved_ = 0;
 };
+
+// Items are numbered in 32 bits in the table's slots (0 meaning empty) and the heap.
+constexpr std::size_t max_items = std::numeric_limits<std::uint32_t>::max() - 1;
 
 }  // namespace
 
@@ -159,6 +164,7 @@ struct HeavyHitters::State {
 
 HeavyHitters::HeavyHitters(std::size_t capacity)
     : state_(std::make_unique<State>()), capacity_(capacity) {
+  if (capacity > max_items) throw std::length_error("HeavyHitters: capacity too large");
   state_->bounded = capacity != unbounded;
 }
 HeavyHitters::HeavyHitters(const HeavyHitters& other)
@@ -197,7 +203,12 @@ std::uint64_t HeavyHitters::max_error() const noexcept {
 }
 
 void HeavyHitters::add(std::string_view key, std::uint64_t hash, std::uint64_t count) {
+  if (count == 0) return;  // a held key has a count of at least 1
   State& s = *state_;
+  if (s.items.size() >= max_items && s.table[s.probe(key, hash)] == 0 &&
+      (!s.bounded || s.items.size() < capacity_)) {
+    throw std::length_error("HeavyHitters: more keys than an item index holds");
+  }
   total_ += count;
   if (s.table.size() < 2 * (s.items.size() + 1)) s.grow_table();
   const std::size_t slot = s.probe(key, hash);
@@ -237,6 +248,11 @@ HeavyHitters::Entry HeavyHitters::find(std::string_view key) const {
 }
 
 void HeavyHitters::merge(const HeavyHitters& other) {
+  if (capacity_ != other.capacity_) {
+    // The bounds are stated for one capacity; an unbounded summary would take a lossy one's
+    // estimates for exact counts.
+    throw std::invalid_argument("HeavyHitters: merging summaries of different capacities");
+  }
   const State& theirs = *other.state_;
   if (!state_->bounded) {
     const std::uint64_t total = total_ + other.total_;

@@ -56,6 +56,23 @@ void json_accuracy(std::string& out, const char* name, const KeyTally& tally) {
   out += '}';
 }
 
+// Text for a terminal: control bytes (escape sequences, newlines, NUL) shown as '?', and cut to
+// `width` bytes on a UTF-8 character's boundary, with "..." when cut.
+std::string printable(std::string_view text, std::size_t width) {
+  std::size_t length = text.size();
+  if (length > width) {
+    length = width - 3;
+    while (length > 0 && (static_cast<unsigned char>(text[length]) & 0xC0U) == 0x80U)
+      --length;
+  }
+  std::string out(text.substr(0, length));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  if (length < text.size()) out += "...";
+  return out;
+}
+
 std::uint64_t rounded(double value) {
   return static_cast<std::uint64_t>(std::llround(value));
 }
@@ -154,7 +171,8 @@ void KeyTally::merge(const KeyTally& other) {
 KeyTally::Distinct KeyTally::distinct() const noexcept {
   // While no key was dropped, the keys held are all there were.
   if (top_.lossless() || !distinct_) return {static_cast<double>(top_.size()), true};
-  return {distinct_->estimate(), false};
+  // At least the keys held, and one that was dropped.
+  return {std::max(distinct_->estimate(), static_cast<double>(top_.size() + 1)), false};
 }
 
 namespace {
@@ -322,7 +340,7 @@ std::string Summary::to_table(std::size_t top) const {
   row("%s\n", partial ? "log-ingest summary (PARTIAL: interrupted before the end of the input)"
                       : "log-ingest summary");
   for (const InputSummary& input : inputs) {
-    row("  input       %s (%s%s)\n", input.name.c_str(), input.format.c_str(),
+    row("  input       %s (%s%s)\n", printable(input.name, 200).c_str(), input.format.c_str(),
         input.gzip ? ", gzip" : "");
   }
   row("  lines       %llu in %.2f s (%s read)\n", static_cast<unsigned long long>(counts.lines),
@@ -370,8 +388,7 @@ std::string Summary::to_table(std::size_t top) const {
           static_cast<unsigned long long>(error));
     }
     for (const HeavyHitters::Entry& entry : rows) {
-      const std::string key(entry.key.substr(0, 60));
-      const std::string shown = entry.key.size() > 60 ? key.substr(0, 57) + "..." : key;
+      const std::string shown = printable(entry.key, 60);
       row("    %10llu  %s\n", static_cast<unsigned long long>(entry.count), shown.c_str());
     }
   };

@@ -15,7 +15,7 @@ Tallies::Tallies(std::size_t workers, SummaryOptions options,
 
 void Tallies::add_batch(std::size_t worker, const LineCounts& counts,
                         const LiveTotals::Counts& records) {
-  slots_[worker].summary.add(counts);
+  slots_.at(worker).summary.add(counts);
   if (!live_) return;
   LiveTotals::Counts batch = records;
   batch.lines = counts.lines;

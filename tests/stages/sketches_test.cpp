@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -180,6 +181,27 @@ TEST(HeavyHitters, CopiedAndMovedSummariesKeepTheirKeys) {
   EXPECT_EQ(copy.total(), 2U);
 }
 
+TEST(HeavyHitters, RefusesWhatWouldBreakItsBounds) {
+  HeavyHitters small(1);
+  small.add("a");
+  small.add("b");  // lossy now: b's count 2 has an error of 1
+  HeavyHitters unbounded;
+  EXPECT_THROW(unbounded.merge(small), std::invalid_argument);
+  HeavyHitters larger(4);
+  EXPECT_THROW(larger.merge(small), std::invalid_argument);
+  // A count of 0 holds nothing, so a later merge cannot see the key twice.
+  HeavyHitters z(2);
+  z.add("x", hash_key("x"), 0);
+  z.add("y");
+  HeavyHitters w(2);
+  w.add("x");
+  w.add("x");
+  z.merge(w);
+  EXPECT_EQ(z.size(), 2U);
+  EXPECT_EQ(z.find("x").count, 2U);
+  EXPECT_EQ(z.find("y").count, 1U);
+}
+
 TEST(HyperLogLog, EstimatesWithinFourStandardErrors) {
   for (const std::uint64_t n : {0ULL, 1ULL, 10ULL, 1'000ULL, 20'000ULL, 300'000ULL, 2'000'000ULL}) {
     HyperLogLog sketch;
@@ -219,6 +241,13 @@ TEST(KeyTally, DistinctIsExactUntilKeysAreDroppedThenEstimated) {
   EXPECT_EQ(few.distinct().count, 900);
   EXPECT_FALSE(many.distinct().exact);
   EXPECT_NEAR(many.distinct().count, 100'000, 4 * HyperLogLog::relative_error() * 100'000);
+  // Just past the capacity, the estimate never says fewer keys than are held.
+  for (int round = 0; round < 20; ++round) {
+    KeyTally barely(1000);
+    for (int i = 0; i < 1002; ++i)
+      barely.add(key(key("/r", round, "/"), i));
+    EXPECT_GE(barely.distinct().count, 1001);
+  }
 }
 
 TEST(Summary, SaysWhichFiguresAreEstimated) {

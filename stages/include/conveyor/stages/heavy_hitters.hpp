@@ -23,6 +23,8 @@
 
 namespace conveyor::stages {
 
+static_assert(sizeof(std::size_t) == 8, "hash_key must give 64-bit hashes");
+
 // The hash that HeavyHitters and HyperLogLog share, so that a key is hashed once.
 [[nodiscard]] inline std::uint64_t hash_key(std::string_view key) noexcept {
   return std::hash<std::string_view>{}(key);
@@ -45,10 +47,11 @@ class HeavyHitters {
   HeavyHitters& operator=(const HeavyHitters& other);
   ~HeavyHitters();
 
-  // `hash` must be hash_key(key).
+  // `hash` must be hash_key(key). Adding a count of 0 does nothing.
   void add(std::string_view key, std::uint64_t hash, std::uint64_t count = 1);
   void add(std::string_view key) { add(key, hash_key(key)); }
-  // Adds every count of `other`; the bounds hold over both streams together.
+  // Adds every count of `other`, which must have the same capacity (else invalid_argument); the
+  // bounds hold over both streams together.
   void merge(const HeavyHitters& other);
 
   // The `n` largest counts, largest first (ties by key).

@@ -28,7 +28,7 @@ class Tallies {
   Tallies(std::size_t workers, SummaryOptions options,
           std::shared_ptr<Shared<LiveTotals>> live = nullptr);
 
-  [[nodiscard]] Summary& summary(std::size_t worker) { return slots_[worker].summary; }
+  [[nodiscard]] Summary& summary(std::size_t worker) { return slots_.at(worker).summary; }
   // Worker `worker` finished a batch: its line counts, and its records' sizes and statuses for
   // the live totals (LiveTotals::Counts::add of each record).
   void add_batch(std::size_t worker, const LineCounts& counts, const LiveTotals::Counts& records);
