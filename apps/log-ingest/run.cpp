@@ -281,7 +281,7 @@ int run_ingest(const RunOptions& options) {
   stages::Summary summary = tallies->merged();
   summary.partial = interrupted.load(std::memory_order_relaxed);
   summary.elapsed_seconds = stats.elapsed_seconds;
-  summary.input_bytes = files ? files->bytes_read() : sample->bytes_total();
+  summary.input_bytes = files ? files->bytes_read() : sample->bytes_read();
   for (const auto& input : inputs_seen) {
     summary.inputs.push_back(
         {input->name, std::string(stages::to_string(input->format)), input->gzip});

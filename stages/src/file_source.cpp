@@ -109,6 +109,11 @@ std::optional<Chunk> FileSource::finish_input() {
     in.overlong.push_back(
         OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head)});
     ++in.line;
+  } else if (in.stream->cancelled() && !in.carry.empty()) {
+    // Reading stopped before this line's end: it is not parsed as if it were whole.
+    in.overlong.push_back(
+        OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head), true});
+    ++in.line;
   } else {
     chunk.text = std::move(in.carry);
   }

@@ -12,6 +12,7 @@ namespace conveyor::stages {
 namespace {
 
 constexpr std::string_view too_long = "line too long";
+constexpr std::string_view interrupted = "interrupted before the end of the line";
 
 }  // namespace
 
@@ -42,9 +43,10 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
 
   for (const OverlongLine& line : in.overlong) {
     ++counts.lines;
-    counts.reject(too_long);
+    const std::string_view reason = line.interrupted ? interrupted : too_long;
+    counts.reject(reason);
     if (config.write_dead_letters) {
-      append_dead_letter(batch.dead_letters, input, line.line, line.offset, too_long, line.length,
+      append_dead_letter(batch.dead_letters, input, line.line, line.offset, reason, line.length,
                          line.head);
     }
   }

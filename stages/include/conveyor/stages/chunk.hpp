@@ -22,11 +22,14 @@ struct Input {
 
 // A line the source dropped because it was longer than the limit: only its beginning is kept, so
 // memory stays bounded however long the line is.
+// A line that is not parsed: longer than the limit, or cut short because reading was cancelled
+// (Ctrl-C) before its end was read. It is dead-lettered with its head.
 struct OverlongLine {
   std::uint64_t line = 0;    // 1-based line number in its input
   std::uint64_t offset = 0;  // byte offset of its first byte in the (decompressed) input
-  std::uint64_t length = 0;  // its length without the newline
+  std::uint64_t length = 0;  // its length without the newline (as far as it was read)
   std::string head;          // its first bytes
+  bool interrupted = false;  // cut short by a cancel, not too long
 };
 
 inline constexpr std::size_t read_ahead_padding = 64;
