@@ -148,7 +148,14 @@ struct HeavyHitters::State {
     arena = std::move(fresh);
   }
 
-  // A new item for `key` (not held), when there is room.
+  // Room for `count` items without growing.
+  void reserve(std::size_t count) {
+    items.reserve(count);
+    while (table.size() < 2 * (count + 1))
+      grow_table();
+  }
+
+  // A new item for `key` (not held), when there is room, at the slot probe() gave.
   void append(std::string_view key, std::uint64_t hash, std::uint64_t count, std::uint64_t error,
               std::size_t slot) {
     const std::size_t item = items.size();
@@ -173,9 +180,7 @@ HeavyHitters::HeavyHitters(const HeavyHitters& other)
   State& ours = *state_;
   ours.bounded = theirs.bounded;
   ours.floor = theirs.floor;
-  ours.items.reserve(theirs.items.size());
-  while (ours.table.size() < 2 * (theirs.items.size() + 1))
-    ours.grow_table();
+  ours.reserve(theirs.items.size());
   for (const State::Item& item : theirs.items)
     ours.append(item.key, item.hash, item.count, item.error, ours.probe(item.key, item.hash));
 }
@@ -294,9 +299,7 @@ void HeavyHitters::merge(const HeavyHitters& other) {
   auto merged = std::make_unique<State>();
   merged->bounded = true;
   merged->floor = floor;
-  merged->items.reserve(sums.size());
-  while (merged->table.size() < 2 * (sums.size() + 1))
-    merged->grow_table();
+  merged->reserve(sums.size());
   for (const Sum& sum : sums)
     merged->append(sum.key, sum.hash, sum.count, sum.error, merged->probe(sum.key, sum.hash));
   state_ = std::move(merged);

@@ -15,12 +15,16 @@ void LiveTotals::Counts::add(const Counts& other) noexcept {
 
 void LiveTotals::add(std::size_t worker, const Slice& slice) noexcept {
   Counts& counts = slots[worker].counts;
-  counts.lines += slice.counts.lines;
-  counts.records += slice.counts.records;
-  counts.rejected += slice.counts.rejected;
-  counts.filtered += slice.counts.filtered;
+  counts.add(slice.counts);
   for (const Record& record : slice.records)
     counts.add(record);
+}
+
+void LiveTotals::Counts::add(const LineCounts& counts) noexcept {
+  lines += counts.lines;
+  records += counts.records;
+  rejected += counts.rejected;
+  filtered += counts.filtered;
 }
 
 void LiveTotals::Counts::add(const Record& record) noexcept {

@@ -18,10 +18,7 @@ void Tallies::add_batch(std::size_t worker, const LineCounts& counts,
   slots_.at(worker).summary.add(counts);
   if (!live_) return;
   LiveTotals::Counts batch = records;
-  batch.lines = counts.lines;
-  batch.records = counts.records;
-  batch.rejected = counts.rejected;
-  batch.filtered = counts.filtered;
+  batch.add(counts);
   live_->access(LiveTotals::update, [&](LiveTotals& totals) { totals.add(worker, batch); });
 }
 

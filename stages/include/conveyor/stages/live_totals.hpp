@@ -41,6 +41,8 @@ struct LiveTotals {
     void add(const Counts& other) noexcept;
     // A record's size and status class (not its line: those come with the batch's LineCounts).
     void add(const Record& record) noexcept;
+    // What happened to a batch's lines.
+    void add(const LineCounts& counts) noexcept;
   };
 
   explicit LiveTotals(std::size_t workers = 1) : slots(workers) {}
