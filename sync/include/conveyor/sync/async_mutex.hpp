@@ -1,0 +1,225 @@
+// AsyncMutex: a mutex for coroutines (seed 003's unfair async mutex). Waiting suspends the
+// coroutine, never the thread, so the region may hold co_awaits that need the thread.
+//
+//   asio::awaitable<void> write(AsyncMutex& m) {
+//     auto guard = co_await m.lock();   // unlocks when `guard` goes, on any thread, also on a
+//     throw co_await send(...);
+//   }
+//
+// Contract:
+// - `lock()` (in an asio::awaitable), `async_lock(executor, token)` (any Asio completion token) and
+//   `lock_on(executor)` (`co_await` in any coroutine) give a move-only Guard once the mutex is
+//   held; `try_lock()` gives one only if it is free now. Any thread may call any of them.
+// - No thread affinity and no reentrancy: a Guard may be released on any thread, and a holder that
+//   locks again waits for itself.
+// - Unfair: unlock() wakes the longest waiter, which then competes with coroutines arriving, as
+//   the seed's auto-reset event does.
+// - A waiter resumes through its executor (asio::post), never inside unlock(), so a long chain of
+//   hand-overs grows no stack and no holder runs another's code.
+// - A free mutex is taken with one atomic operation and no allocation. A lock_on() waiter is
+//   linked through its awaiter; an async_lock() waiter holds its handler in a node allocated with
+//   the handler's allocator.
+// - Destroying the mutex while it is held or waited for is a contract violation (checked when
+//   NDEBUG is not defined).
+// Memory ordering and protocol: docs/design/async-mutex.md.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "conveyor/sync/detail/asio_coroutines.hpp"
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+
+namespace conveyor::sync {
+
+class AsyncMutex {
+ public:
+  // Holds the mutex until destroyed, moved from into nothing, or unlock()ed.
+  class [[nodiscard]] Guard {
+   public:
+    Guard(Guard&& other) noexcept : mutex_(std::exchange(other.mutex_, nullptr)) {}
+    Guard& operator=(Guard&& other) noexcept {
+      if (this != &other) {
+        unlock();
+        mutex_ = std::exchange(other.mutex_, nullptr);
+      }
+      return *this;
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+    ~Guard() { unlock(); }
+
+    void unlock() noexcept {
+      if (mutex_ != nullptr) std::exchange(mutex_, nullptr)->unlock();
+    }
+    [[nodiscard]] bool owns_lock() const noexcept { return mutex_ != nullptr; }
+
+   private:
+    friend class AsyncMutex;
+    explicit Guard(AsyncMutex* mutex) noexcept : mutex_(mutex) {}
+    AsyncMutex* mutex_;
+  };
+
+  AsyncMutex() = default;
+  ~AsyncMutex();
+  AsyncMutex(const AsyncMutex&) = delete;
+  AsyncMutex& operator=(const AsyncMutex&) = delete;
+
+  [[nodiscard]] std::optional<Guard> try_lock() noexcept {
+    if (!try_acquire()) return std::nullopt;
+    return Guard(this);
+  }
+
+  // co_await m.lock_on(executor) in any coroutine: resumes through `executor` once held.
+  template <class Executor>
+  class LockAwaiter;
+  template <class Executor>
+  [[nodiscard]] LockAwaiter<Executor> lock_on(Executor executor) {
+    return LockAwaiter<Executor>(*this, std::move(executor));
+  }
+
+  // An Asio asynchronous operation with the signature void(Guard): completes through the handler's
+  // associated executor (`executor` if it has none), never inside this call.
+  template <class Executor, class Token>
+  auto async_lock(const Executor& executor, Token&& token);
+
+  // co_await m.lock() in an asio::awaitable. Boost 1.74's awaitable may co_await only Asio
+  // awaitables and operations given use_awaitable, so this is async_lock with use_awaitable behind
+  // a try_lock().
+  boost::asio::awaitable<Guard> lock();
+
+  // For diagnostics and tests: a snapshot that may be stale at once.
+  [[nodiscard]] bool locked() const noexcept {
+    return (state_.load(std::memory_order_relaxed) & held) != 0;
+  }
+
+ private:
+  // A coroutine or handler waiting for the mutex, linked through `next`. `wake` is called once
+  // it reaches the head of the list and the mutex was released; it must post the retry.
+  struct Waiter {
+    Waiter* next = nullptr;
+    void (*wake)(Waiter*) = nullptr;
+  };
+
+  template <class Handler, class Executor>
+  struct HandlerWaiter;
+
+  static constexpr std::uint32_t held = 1;
+  static constexpr std::uint32_t waiting = 2;
+
+  bool try_acquire() noexcept {
+    if ((state_.load(std::memory_order_relaxed) & held) != 0) return false;
+    return (state_.fetch_or(held, std::memory_order_acquire) & held) == 0;
+  }
+  // Takes the mutex (true), or links `waiter` to be woken once it is released (false).
+  bool acquire_or_wait(Waiter& waiter);
+  void unlock() noexcept;
+
+  std::atomic<std::uint32_t> state_{0};
+  std::mutex list_mutex_;  // guards the list and the `waiting` bit's changes
+  Waiter* head_ = nullptr;
+  Waiter* tail_ = nullptr;
+};
+
+template <class Executor>
+class AsyncMutex::LockAwaiter : private AsyncMutex::Waiter {
+ public:
+  LockAwaiter(AsyncMutex& mutex, Executor executor)
+      : mutex_(mutex), executor_(std::move(executor)) {
+    wake = &LockAwaiter::on_wake;
+  }
+
+  bool await_ready() noexcept { return mutex_.try_acquire(); }
+  bool await_suspend(std::coroutine_handle<> handle) {
+    handle_ = handle;
+    return !mutex_.acquire_or_wait(*this);
+  }
+  Guard await_resume() noexcept { return Guard(&mutex_); }
+
+ private:
+  static void on_wake(Waiter* waiter) {
+    auto* self = static_cast<LockAwaiter*>(waiter);
+    boost::asio::post(self->executor_, [self] {
+      if (self->mutex_.acquire_or_wait(*self)) self->handle_.resume();
+    });
+  }
+
+  AsyncMutex& mutex_;
+  Executor executor_;
+  std::coroutine_handle<> handle_;
+};
+
+template <class Handler, class Executor>
+struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
+  using Allocator = typename std::allocator_traits<
+      boost::asio::associated_allocator_t<Handler>>::template rebind_alloc<HandlerWaiter>;
+
+  HandlerWaiter(AsyncMutex& owner, Handler completion, const Executor& fallback)
+      : mutex(owner),
+        executor(boost::asio::get_associated_executor(completion, fallback)),
+        work(executor),
+        handler(std::move(completion)) {
+    wake = &HandlerWaiter::on_wake;
+  }
+
+  // Completes the operation with the mutex held: frees the node first, then calls the handler.
+  void complete() {
+    Handler moved = std::move(handler);
+    Allocator allocator(boost::asio::get_associated_allocator(moved));
+    AsyncMutex& held_mutex = mutex;
+    std::allocator_traits<Allocator>::destroy(allocator, this);
+    std::allocator_traits<Allocator>::deallocate(allocator, this, 1);
+    std::move(moved)(Guard(&held_mutex));
+  }
+
+  static void on_wake(Waiter* waiter) {
+    auto* self = static_cast<HandlerWaiter*>(waiter);
+    boost::asio::post(self->executor, [self] {
+      if (self->mutex.acquire_or_wait(*self)) self->complete();
+    });
+  }
+
+  AsyncMutex& mutex;
+  boost::asio::associated_executor_t<Handler, Executor> executor;
+  boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler, Executor>> work;
+  Handler handler;
+};
+
+template <class Executor, class Token>
+auto AsyncMutex::async_lock(const Executor& executor, Token&& token) {
+  return boost::asio::async_initiate<Token, void(Guard)>(
+      [this, &executor](auto handler) {
+        using Handler = decltype(handler);
+        using Node = HandlerWaiter<Handler, Executor>;
+        typename Node::Allocator allocator(boost::asio::get_associated_allocator(handler));
+        Node* node = std::allocator_traits<typename Node::Allocator>::allocate(allocator, 1);
+        try {
+          std::allocator_traits<typename Node::Allocator>::construct(allocator, node, *this,
+                                                                     std::move(handler), executor);
+        } catch (...) {
+          std::allocator_traits<typename Node::Allocator>::deallocate(allocator, node, 1);
+          throw;
+        }
+        // Held at once: still completed through the executor, never inside this call.
+        if (acquire_or_wait(*node)) {
+          boost::asio::post(node->executor, [node] { node->complete(); });
+        }
+      },
+      token);
+}
+
+inline boost::asio::awaitable<AsyncMutex::Guard> AsyncMutex::lock() {
+  if (std::optional<Guard> guard = try_lock()) co_return std::move(*guard);
+  co_return co_await async_lock(co_await boost::asio::this_coro::executor,
+                                boost::asio::use_awaitable);
+}
+
+}  // namespace conveyor::sync

@@ -1,0 +1,326 @@
+// AsyncMutex: exclusion across suspended holders on a multi-threaded io_context, release on a
+// throw and on another thread, try_lock, the handler and plain-coroutine forms, no allocation on a
+// free mutex, and the destruction contract.
+#include "conveyor/sync/async_mutex.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "watchdog.hpp"
+
+namespace asio = boost::asio;
+using conveyor::sync::AsyncMutex;
+
+// Counts this process's allocations, for the no-allocation check. The replacements pair malloc
+// with free; GCC's inliner sees a delete of what new returned and warns otherwise.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+namespace {
+std::atomic<std::size_t> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+// Runs `threads` threads on `io` until it runs out of work.
+void run_on(asio::io_context& io, int threads) {
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i)
+    pool.emplace_back([&io] { io.run(); });
+  for (auto& thread : pool)
+    thread.join();
+}
+
+// Suspends the coroutine and resumes it through its executor, possibly on another thread.
+asio::awaitable<void> yield_to_executor() {
+  co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+}
+
+TEST(AsyncMutex, TryLockAndGuard) {
+  AsyncMutex mutex;
+  {
+    std::optional<AsyncMutex::Guard> guard = mutex.try_lock();
+    ASSERT_TRUE(guard);
+    EXPECT_TRUE(mutex.locked());
+    EXPECT_FALSE(mutex.try_lock());
+    AsyncMutex::Guard moved = std::move(*guard);
+    EXPECT_FALSE(guard->owns_lock());
+    EXPECT_TRUE(moved.owns_lock());
+  }
+  EXPECT_FALSE(mutex.locked());
+  auto guard = mutex.try_lock();
+  ASSERT_TRUE(guard);
+  guard->unlock();
+  EXPECT_FALSE(mutex.locked());
+  EXPECT_TRUE(mutex.try_lock());
+}
+
+// The test: 10,000 coroutines on four threads each add to a plain counter 100 times under
+// the lock, suspending inside the region every time.
+TEST(AsyncMutex, ExcludesSuspendedHolders) {
+  conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
+  constexpr int coroutines = 10'000;
+  constexpr int increments = 100;
+  asio::io_context io(4);
+  AsyncMutex mutex;
+  long counter = 0;  // not atomic: the mutex orders every access
+  std::atomic<bool> inside{false};
+  std::atomic<int> overlaps{0};
+  std::atomic<int> finished{0};
+  for (int c = 0; c < coroutines; ++c) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          for (int i = 0; i < increments; ++i) {
+            auto guard = co_await mutex.lock();
+            if (inside.exchange(true, std::memory_order_relaxed)) {
+              overlaps.fetch_add(1, std::memory_order_relaxed);
+            }
+            const long seen = counter;
+            co_await yield_to_executor();  // a holder that is really suspended
+            counter = seen + 1;
+            inside.store(false, std::memory_order_relaxed);
+          }
+          finished.fetch_add(1, std::memory_order_relaxed);
+        },
+        asio::detached);
+  }
+  run_on(io, 4);
+  EXPECT_EQ(finished.load(), coroutines);
+  EXPECT_EQ(counter, long{coroutines} * increments);
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, ExceptionInsideTheRegionReleasesIt) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  int caught = 0;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        try {
+          auto guard = co_await mutex.lock();
+          co_await yield_to_executor();
+          throw std::runtime_error("inside");
+        } catch (const std::runtime_error&) {
+          ++caught;
+        }
+        auto again = co_await mutex.lock();  // would wait forever if the throw kept it
+        EXPECT_TRUE(again.owns_lock());
+      },
+      asio::detached);
+  io.run();
+  EXPECT_EQ(caught, 1);
+  EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, GuardReleasedOnAnotherThread) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context first;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> taken;
+  std::thread::id locked_on;
+  std::thread::id released_on;
+  asio::co_spawn(
+      first,
+      [&]() -> asio::awaitable<void> {
+        taken.emplace(co_await mutex.lock());
+        locked_on = std::this_thread::get_id();
+      },
+      asio::detached);
+  first.run();
+  ASSERT_TRUE(taken);
+  std::thread([&] {
+    released_on = std::this_thread::get_id();
+    taken.reset();
+  }).join();
+  EXPECT_NE(locked_on, released_on);
+  EXPECT_FALSE(mutex.locked());
+  bool waiter_ran = false;
+  asio::io_context second;
+  asio::co_spawn(
+      second,
+      [&]() -> asio::awaitable<void> {
+        auto guard = co_await mutex.lock();
+        waiter_ran = true;
+      },
+      asio::detached);
+  second.run();
+  EXPECT_TRUE(waiter_ran);
+}
+
+// A waiter resumes through its executor, not inside unlock(): the unlocking code finishes first.
+TEST(AsyncMutex, WaiterResumesThroughItsExecutorNotInsideUnlock) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  std::vector<int> events;
+  auto holder = mutex.try_lock();
+  ASSERT_TRUE(holder);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto guard = co_await mutex.lock();
+        events.push_back(2);
+      },
+      asio::detached);
+  io.poll();  // the coroutine now waits
+  EXPECT_TRUE(events.empty());
+  holder->unlock();
+  events.push_back(1);
+  io.run();
+  EXPECT_EQ(events, (std::vector<int>{1, 2}));
+}
+
+// A long chain of waiters, each taking the mutex as the previous one leaves, grows no stack.
+TEST(AsyncMutex, LongHandOverChainDoesNotRecurse) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  constexpr int chain = 100'000;
+  int done = 0;
+  auto holder = mutex.try_lock();
+  for (int i = 0; i < chain; ++i) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          auto guard = co_await mutex.lock();
+          ++done;
+        },
+        asio::detached);
+  }
+  io.poll();
+  holder->unlock();
+  io.run();
+  EXPECT_EQ(done, chain);
+}
+
+TEST(AsyncMutex, HandlerForm) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  std::vector<int> order;
+  auto holder = mutex.try_lock();
+  bool called_inline = true;
+  mutex.async_lock(io.get_executor(), [&](AsyncMutex::Guard guard) {
+    EXPECT_TRUE(guard.owns_lock());
+    order.push_back(1);
+  });
+  called_inline = !order.empty();
+  holder->unlock();
+  io.run();
+  EXPECT_FALSE(called_inline);
+  EXPECT_EQ(order, std::vector<int>{1});
+  EXPECT_FALSE(mutex.locked());
+  // Free at once: still not called inside async_lock.
+  io.restart();
+  mutex.async_lock(io.get_executor(), [&](AsyncMutex::Guard) { order.push_back(2); });
+  EXPECT_EQ(order.size(), 1U);
+  io.run();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+// Any coroutine type: a minimal fire-and-forget task awaits lock_on(executor).
+struct Task {
+  struct promise_type {
+    Task get_return_object() { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { std::terminate(); }
+  };
+};
+
+TEST(AsyncMutex, PlainCoroutineWithLockOn) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io(4);
+  AsyncMutex mutex;
+  long counter = 0;
+  constexpr int coroutines = 1000;
+  std::atomic<int> finished{0};
+  auto body = [&](asio::io_context::executor_type executor) -> Task {
+    for (int i = 0; i < 10; ++i) {
+      auto guard = co_await mutex.lock_on(executor);
+      ++counter;
+    }
+    finished.fetch_add(1, std::memory_order_relaxed);
+  };
+  auto work = asio::make_work_guard(io);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < 4; ++i)
+    pool.emplace_back([&io] { io.run(); });
+  for (int c = 0; c < coroutines; ++c) {
+    asio::post(io, [&] { body(io.get_executor()); });
+  }
+  while (finished.load(std::memory_order_relaxed) < coroutines)
+    std::this_thread::yield();
+  work.reset();
+  for (auto& thread : pool)
+    thread.join();
+  EXPECT_EQ(counter, coroutines * 10L);
+}
+
+TEST(AsyncMutex, NoAllocationOnAFreeMutex) {
+  AsyncMutex mutex;
+  const std::size_t before = allocations.load();
+  for (int i = 0; i < 10'000; ++i) {
+    auto guard = mutex.try_lock();
+    ASSERT_TRUE(guard);
+  }
+  EXPECT_EQ(allocations.load(), before);
+  // Through lock_on in a coroutine that never waits.
+  asio::io_context io;
+  std::size_t during = 0;
+  auto body = [&](asio::io_context::executor_type executor) -> Task {
+    const std::size_t start = allocations.load();
+    for (int i = 0; i < 10'000; ++i) {
+      auto guard = co_await mutex.lock_on(executor);
+    }
+    during = allocations.load() - start;
+  };
+  body(io.get_executor());
+  EXPECT_EQ(during, 0U);
+}
+
+#ifndef NDEBUG
+TEST(AsyncMutexDeathTest, DestroyedWhileWaitedFor) {
+  EXPECT_DEATH(
+      {
+        asio::io_context io;
+        auto* mutex = new AsyncMutex;
+        auto holder = mutex->try_lock();
+        mutex->async_lock(io.get_executor(), [](AsyncMutex::Guard) {});
+        // Never unlocks: the guard is leaked.
+        (void)new AsyncMutex::Guard(std::move(*holder));
+        delete mutex;
+      },
+      "AsyncMutex destroyed while held or waited for");
+}
+#endif
+
+}  // namespace
