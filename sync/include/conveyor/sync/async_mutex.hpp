@@ -196,7 +196,8 @@ struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
 template <class Executor, class Token>
 auto AsyncMutex::async_lock(const Executor& executor, Token&& token) {
   return boost::asio::async_initiate<Token, void(Guard)>(
-      [this, &executor](auto handler) {
+      // The executor by value: use_awaitable runs this only when the operation is awaited.
+      [this, executor](auto handler) {
         using Handler = decltype(handler);
         using Node = HandlerWaiter<Handler, Executor>;
         typename Node::Allocator allocator(boost::asio::get_associated_allocator(handler));
