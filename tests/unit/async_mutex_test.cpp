@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -283,6 +284,44 @@ TEST(AsyncMutex, PlainCoroutineWithLockOn) {
   for (auto& thread : pool)
     thread.join();
   EXPECT_EQ(counter, coroutines * 10L);
+}
+
+// A waiter counts as work of its executor's context, in both forms: io_context::run() does not
+// return while one waits for a holder that unlocks on another thread.
+void expect_run_waits_for(asio::io_context& io, AsyncMutex& mutex,
+                          std::optional<AsyncMutex::Guard>& holder, const bool& ran) {
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    holder.reset();
+  });
+  io.run();
+  releaser.join();
+  EXPECT_TRUE(ran);
+  EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, LockOnWaiterKeepsItsContextRunning) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
+  bool ran = false;
+  auto body = [&](asio::io_context::executor_type executor) -> Task {
+    auto guard = co_await mutex.lock_on(executor);
+    ran = true;
+  };
+  body(io.get_executor());  // waits: `holder` has the mutex
+  expect_run_waits_for(io, mutex, holder, ran);
+}
+
+TEST(AsyncMutex, AsyncLockWaiterKeepsItsContextRunning) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
+  bool ran = false;
+  mutex.async_lock(io.get_executor(), [&](AsyncMutex::Guard) { ran = true; });
+  expect_run_waits_for(io, mutex, holder, ran);
 }
 
 TEST(AsyncMutex, NoAllocationOnAFreeMutex) {

@@ -140,7 +140,12 @@ class AsyncMutex::LockAwaiter : private AsyncMutex::Waiter {
   bool await_ready() noexcept { return mutex_.try_acquire(); }
   bool await_suspend(std::coroutine_handle<> handle) {
     handle_ = handle;
-    return !mutex_.acquire_or_wait(*this);
+    // Before linking: the executor's context keeps running while this waits, as for any pending
+    // Asio operation (a wake may resume it on another thread as soon as it is linked).
+    work_.emplace(executor_);
+    if (!mutex_.acquire_or_wait(*this)) return true;
+    work_.reset();
+    return false;
   }
   Guard await_resume() noexcept { return Guard(&mutex_); }
 
@@ -148,12 +153,16 @@ class AsyncMutex::LockAwaiter : private AsyncMutex::Waiter {
   static void on_wake(Waiter* waiter) {
     auto* self = static_cast<LockAwaiter*>(waiter);
     boost::asio::post(self->executor_, [self] {
-      if (self->mutex_.acquire_or_wait(*self)) self->handle_.resume();
+      if (self->mutex_.acquire_or_wait(*self)) {
+        self->work_.reset();
+        self->handle_.resume();
+      }
     });
   }
 
   AsyncMutex& mutex_;
   Executor executor_;
+  std::optional<boost::asio::executor_work_guard<Executor>> work_;
   std::coroutine_handle<> handle_;
 };
 
