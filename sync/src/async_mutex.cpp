@@ -12,9 +12,12 @@ AsyncMutex::~AsyncMutex() {
 bool AsyncMutex::acquire_or_wait(Waiter& waiter) {
   std::lock_guard lock(list_mutex_);
   // Announce the waiter before trying: an unlock() that the try below does not see (its
-  // fetch_and comes later in state_'s modification order) sees `waiting` and wakes one.
+  // fetch_and comes later in state_'s modification order) sees `waiting` and wakes one. Relaxed:
+  // the bit orders nothing but itself, through that modification order and the list mutex; the
+  // acquire that pairs with the last holder's release is the try's.
   state_.fetch_or(waiting, std::memory_order_relaxed);
   if ((state_.fetch_or(held, std::memory_order_acquire) & held) == 0) {
+    // Nobody else waits: clear the bit (relaxed, as it is only ever changed under the mutex).
     if (head_ == nullptr) state_.fetch_and(~waiting, std::memory_order_relaxed);
     return true;
   }
@@ -29,6 +32,7 @@ bool AsyncMutex::acquire_or_wait(Waiter& waiter) {
 }
 
 void AsyncMutex::unlock() noexcept {
+  // Release: the next holder's acquire RMW sees everything this holder wrote.
   const std::uint32_t before = state_.fetch_and(~held, std::memory_order_release);
   CONVEYOR_CONTRACT((before & held) != 0, "AsyncMutex unlocked while not held");
   if ((before & waiting) == 0) return;

@@ -156,6 +156,7 @@ TEST(TaskSequencer, CancelledBeforeItsTurnNeverStartsAndIsSkipped) {
 }
 
 TEST(TaskSequencer, StopRequestedBeforeTheCallNeverStarts) {
+  conveyor::testing::Watchdog watchdog;
   asio::io_context io;
   TaskSequencer sequencer;
   std::stop_source stop;

@@ -1,27 +1,26 @@
 // AsyncMutex: a mutex for coroutines (seed 003's unfair async mutex). Waiting suspends the
 // coroutine, never the thread, so the region may hold co_awaits that need the thread.
 //
-//   asio::awaitable<void> write(AsyncMutex& m) {
-//     auto guard = co_await m.lock();   // unlocks when `guard` goes, on any thread, also on a
-//     throw co_await send(...);
-//   }
+//   auto guard = co_await m.lock();  // in an asio::awaitable; unlocks when `guard` goes
 //
 // Contract:
-// - `lock()` (in an asio::awaitable), `async_lock(executor, token)` (any Asio completion token) and
-//   `lock_on(executor)` (`co_await` in any coroutine) give a move-only Guard once the mutex is
-//   held; `try_lock()` gives one only if it is free now. Any thread may call any of them.
-// - No thread affinity and no reentrancy: a Guard may be released on any thread, and a holder that
-//   locks again waits for itself.
-// - Unfair: unlock() wakes the longest waiter, which then competes with coroutines arriving, as
-//   the seed's auto-reset event does.
-// - A waiter resumes through its executor (asio::post), never inside unlock(), so a long chain of
-//   hand-overs grows no stack and no holder runs another's code.
+// - `lock()` (asio::awaitable), `async_lock(executor, token)` (any Asio completion token) and
+//   `lock_on(executor)` (any coroutine) give a move-only Guard once held; `try_lock()` only if
+//   free now. Any thread may call any of them. A waiter counts as work of its executor.
+// - No thread affinity, no reentrancy: a Guard may be released on any thread, also by a throw.
+// - Unfair: unlock() wakes the longest waiter, which then competes with arrivals (as the seed's
+//   auto-reset event). It resumes through its executor, never inside unlock(), so a long chain of
+//   hand-overs grows no stack.
 // - A free mutex is taken with one atomic operation and no allocation. A lock_on() waiter is
-//   linked through its awaiter; an async_lock() waiter holds its handler in a node allocated with
-//   the handler's allocator.
-// - Destroying the mutex while it is held or waited for is a contract violation (checked when
-//   NDEBUG is not defined).
-// Memory ordering and protocol: docs/design/async-mutex.md.
+//   linked through its awaiter; an async_lock() one holds its handler in a node from the
+//   handler's allocator.
+// - Destroying the mutex while held or waited for is a contract violation (checked without NDEBUG).
+//
+// Memory ordering: taking the mutex is an acquire RMW on `state_` and unlock() a release RMW, so
+// a holder sees all its predecessor wrote. No wake-up is lost: every change of `state_` is an RMW
+// on that one atomic, and the `waiting` bit changes only under the list mutex, so an unlock that
+// a waiter's failed try precedes in the modification order sees the bit
+// (docs/design/async-mutex.md).
 #pragma once
 
 #include <atomic>

@@ -18,6 +18,8 @@
 //   has no Asio cancellation slots; they came in 1.77.)
 // - Destroying the sequencer while operations are queued is a contract violation (checked when
 //   NDEBUG is not defined).
+// Memory ordering: the queue changes only under one std::mutex, and a turn passes by a post to the
+// next operation's executor after the previous one left, so each sees all its predecessors wrote.
 // Protocol: docs/design/async-mutex.md#tasksequencer.
 #pragma once
 
@@ -35,7 +37,6 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/system/system_error.hpp>
 
 namespace conveyor::sync {
 
