@@ -31,6 +31,14 @@ void check_input_options(const NodeBase& node, const std::type_info& item, bool 
   if (options.channel.capacity() == 0) {
     throw std::invalid_argument("stage '" + node.name() + "': a channel needs at least one slot");
   }
+  if (options.in_flight == 0) {
+    throw std::invalid_argument("stage '" + node.name() + "': in_flight must be at least 1");
+  }
+  if (options.in_flight != 1 && !node.asynchronous()) {
+    throw std::invalid_argument("stage '" + node.name() +
+                                "': in_flight is for asynchronous stages (code that returns an "
+                                "asio::awaitable); a synchronous stage takes one item at a time");
+  }
   if (options.batch == 0) {
     throw std::invalid_argument("stage '" + node.name() + "': the batch size must be at least 1");
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "conveyor/framework/detail/io_pool.hpp"
 #include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor {
@@ -88,6 +89,9 @@ class ArenaLauncher final : public Launcher {
 }  // namespace
 
 struct Runtime {
+  // First, so that it goes last: the stages' code may keep I/O objects of its context, and it
+  // is finished (its coroutines destroyed) in Pipeline::wait(), before the instances go.
+  std::unique_ptr<IoPool> io;
   std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
   std::vector<std::vector<std::unique_ptr<DeferredWakes>>> owed;  // per node, per worker
   std::vector<std::unique_ptr<EdgeBase>> edges;                   // edges[i]: node i -> i+1
@@ -232,7 +236,8 @@ void Pipeline::start() {
       const StageOptions& options = nodes_[m]->options();
       window += nodes_[m - 1]->workers() * nodes_[m]->workers() * options.channel.capacity() *
                 options.batch;
-      if (m < k) window += nodes_[m]->workers();
+      // An asynchronous stage holds up to in_flight items per worker.
+      if (m < k) window += nodes_[m]->workers() * nodes_[m]->in_flight();
     }
     window = std::clamp<std::uint64_t>(window, 2, detail::max_window);
     runtime->gates.push_back(
@@ -242,10 +247,16 @@ void Pipeline::start() {
     wirings[k].input_gate = runtime->gates.back().get();
   }
 
+  if (std::any_of(nodes_.begin(), nodes_.end(),
+                  [](const auto& node) { return node->asynchronous(); })) {
+    runtime->io = std::make_unique<detail::IoPool>(options_.io_threads);
+  }
+
   std::vector<sync::Doorbell*> all_bells;
   for (std::size_t i = 0; i < count; ++i) {
     detail::Wiring& wiring = wirings[i];
     wiring.control = &control_;
+    wiring.io = runtime->io.get();
     wiring.own = runtime->bells_of(i);
     if (i > 0) {
       wiring.upstream = runtime->bells_of(i - 1);
@@ -347,6 +358,8 @@ void Pipeline::wait() {
   }
   supervise();
   runtime_->launcher->join();
+  // Coroutines that workers returned from (on an abort or a failure) are destroyed here.
+  if (runtime_->io) runtime_->io->finish();
   waited_ = true;
   finished_ns_.store(detail::now_nanoseconds(), std::memory_order_relaxed);
   const std::exception_ptr error = control_.first_error();

@@ -140,6 +140,9 @@ struct StageOptions {
   // Items per parcel on the edge into this stage: 1 sends every item on its own; B > 1 groups up
   // to B items, so that one hand-over (and at most one wake-up) carries B items.
   std::size_t batch = 1;
+  // Asynchronous stages (code that returns an asio::awaitable): how many items each worker may
+  // have awaiting at once. Synchronous stages take one item at a time and leave it at 1.
+  std::size_t in_flight = 1;
 };
 
 struct SourceOptions {
@@ -175,6 +178,9 @@ struct PipelineOptions {
   Executor executor = Executor::threads();
   // How often observers get a snapshot while the pipeline runs (0: only at the start and end).
   std::chrono::milliseconds sample_interval{0};
+  // Threads of the I/O context that runs asynchronous stages' coroutines; started only when the
+  // pipeline has such a stage.
+  std::size_t io_threads = 1;
 };
 
 }  // namespace conveyor

@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/async_body.hpp"
 #include "conveyor/framework/detail/body.hpp"
 #include "conveyor/framework/detail/control.hpp"
 #include "conveyor/framework/detail/node.hpp"
@@ -124,17 +125,28 @@ class Pipeline {
   // Appends a stage after `from` (the chain's last node).
   template <class In, class Out, class F>
   [[nodiscard]] Flow<Out> then(const Flow<In>& from, F&& code, StageOptions options) {
-    check_continues(from.node_);
-    append(std::make_unique<detail::StageNode<In, Out, std::decay_t<F>>>(std::forward<F>(code),
-                                                                         std::move(options)));
-    return Flow<Out>(*this, nodes_.size() - 1);
+    return then_node<Out>(from, std::make_unique<detail::StageNode<In, Out, std::decay_t<F>>>(
+                                    std::forward<F>(code), std::move(options)));
   }
 
   template <class In, class F>
   Completed finish(const Flow<In>& from, F&& code, StageOptions options) {
+    return finish_node(from, std::make_unique<detail::SinkNode<In, std::decay_t<F>>>(
+                                 std::forward<F>(code), std::move(options)));
+  }
+
+  // The same with a node already made (an asynchronous one, say).
+  template <class Out, class In>
+  [[nodiscard]] Flow<Out> then_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
     check_continues(from.node_);
-    append(std::make_unique<detail::SinkNode<In, std::decay_t<F>>>(std::forward<F>(code),
-                                                                   std::move(options)));
+    append(std::move(node));
+    return Flow<Out>(*this, nodes_.size() - 1);
+  }
+
+  template <class In>
+  Completed finish_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
+    check_continues(from.node_);
+    append(std::move(node));
     return Completed(*this);
   }
 
@@ -187,28 +199,43 @@ class Pipeline {
 
 template <class T, class F, class Out>
 auto operator|(const Flow<T>& flow, StageSpec<F, Out> spec) {
-  using Output = detail::stage_output_t<F, T, Out>;
-  if constexpr (!detail::stage_body<F, T, Output>) {
+  if constexpr (detail::async_stage_code<F, T>) {
+    using Nodes = detail::AsyncNodes<T, detail::async_stage_output_t<F, T>, F>;
+    static_assert(detail::complete_type<Nodes>,
+                  "conveyor: a stage whose code returns an asio::awaitable runs on the pipeline's "
+                  "I/O threads: #include <conveyor/framework/async.hpp>");
+    return flow.pipeline().template then_node<detail::async_stage_output_t<F, T>>(
+        flow, Nodes::stage(std::move(spec.code), std::move(spec.options)));
+  } else if constexpr (!detail::stage_body<F, T, detail::stage_output_t<F, T, Out>>) {
     static_assert(detail::always_false<F>,
                   "conveyor: this stage cannot take the items the stage before it emits. For "
                   "items of type T a stage is f(T) -> U, f(T) -> std::optional<U>, "
                   "f(T, conveyor::Emit<U>&), or a class with process(T) -> U or "
-                  "process(T, conveyor::Emit<U>&); see the instantiation of operator| below "
-                  "for T and f (for a generic lambda that takes auto& emit, name U: stage<U>(f))");
+                  "process(T, conveyor::Emit<U>&) (or any of these returning an "
+                  "asio::awaitable); see the instantiation of operator| below for T and f (for a "
+                  "generic lambda that takes auto& emit, name U: stage<U>(f))");
     return flow;
   } else {
-    return flow.pipeline().template then<T, Output>(flow, std::move(spec.code),
-                                                    std::move(spec.options));
+    return flow.pipeline().template then<T, detail::stage_output_t<F, T, Out>>(
+        flow, std::move(spec.code), std::move(spec.options));
   }
 }
 
 template <class T, class F>
 Completed operator|(const Flow<T>& flow, SinkSpec<F> spec) {
-  if constexpr (!detail::sink_body<F, T>) {
+  if constexpr (detail::async_sink_code<F, T>) {
+    using Nodes = detail::AsyncNodes<T, void, F>;
+    static_assert(detail::complete_type<Nodes>,
+                  "conveyor: a sink whose code returns an asio::awaitable runs on the pipeline's "
+                  "I/O threads: #include <conveyor/framework/async.hpp>");
+    return flow.pipeline().finish_node(flow,
+                                       Nodes::sink(std::move(spec.code), std::move(spec.options)));
+  } else if constexpr (!detail::sink_body<F, T>) {
     static_assert(detail::always_false<F>,
                   "conveyor: this sink cannot take the items the stage before it emits. For "
-                  "items of type T a sink is f(T) or a class with process(T); see the "
-                  "instantiation of operator| below for T and f");
+                  "items of type T a sink is f(T) or a class with process(T) (or either "
+                  "returning an asio::awaitable<void>); see the instantiation of operator| below "
+                  "for T and f");
     return Completed(flow.pipeline());
   } else {
     return flow.pipeline().template finish<T>(flow, std::move(spec.code), std::move(spec.options));

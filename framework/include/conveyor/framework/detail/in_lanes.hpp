@@ -23,6 +23,8 @@ class InLanes {
 
   // True once every lane is closed and drained.
   [[nodiscard]] bool ended();
+  // Whether a pop would find a parcel or an end of a lane (for a wait on more than the lanes).
+  [[nodiscard]] bool has_input() { return anything_ready(); }
 
  protected:
   InLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*> rings,

@@ -28,6 +28,8 @@ namespace conveyor::detail {
 template <class T>
 class InPort : public InLanes {
  public:
+  using item_type = T;
+
   struct Lanes {
     std::vector<sync::SpscRing<Parcel<T>>*> lanes;   // one per producer worker
     std::vector<sync::SpscRing<Batch<T>>*> returns;  // emptied batches going back, same order

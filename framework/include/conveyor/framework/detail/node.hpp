@@ -33,6 +33,8 @@ namespace conveyor::detail {
 
 enum class Role { source, stage, sink };
 
+class IoPool;
+
 struct Wiring {
   Control* control = nullptr;
   std::vector<Doorbell*> own;         // this node's workers
@@ -49,6 +51,8 @@ struct Wiring {
   // serial_in_order nodes: the window of their reorder buffer, and the gate they advance.
   std::uint64_t reorder_window = 0;
   WindowGate* input_gate = nullptr;
+  // The pipeline's I/O threads, when it has asynchronous stages.
+  IoPool* io = nullptr;
 };
 
 class NodeBase;
@@ -112,6 +116,12 @@ class NodeBase {
   // Whether several workers may each get a copy of the node's code.
   [[nodiscard]] virtual bool copyable() const noexcept = 0;
   [[nodiscard]] virtual bool input_copyable() const noexcept = 0;
+  // Whether the node's code returns awaitables, which run on the pipeline's I/O threads.
+  [[nodiscard]] virtual bool asynchronous() const noexcept { return false; }
+  // How many items one worker may hold at once (StageOptions::in_flight, for an asynchronous node).
+  [[nodiscard]] std::size_t in_flight() const noexcept {
+    return asynchronous() ? options_.in_flight : 1;
+  }
   // The edge from this node's workers to `consumers` workers of the next node.
   [[nodiscard]] virtual std::unique_ptr<EdgeBase> make_output_edge(
       std::size_t consumers, std::size_t lane_capacity) const = 0;

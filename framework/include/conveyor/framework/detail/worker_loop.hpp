@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -29,19 +30,23 @@ void for_each_entry(Parcel<T>& parcel, Visit&& visit) {
 }
 
 // A batch's emptied storage goes back to its producer (unless a reorder buffer kept it).
-template <class T>
-void recycle(InPort<T>& in, Parcel<T>& parcel) {
+template <class Input, class T>
+void recycle(Input& in, Parcel<T>& parcel) {
   auto* batch = std::get_if<Batch<T>>(&parcel);
   if (batch != nullptr && batch->capacity() > 0) in.recycle(std::move(*batch));
 }
 
+// `Input` is the worker's InPort, or what wraps it with the same interface (try_pop, pop,
+// recycle; async_worker.hpp).
+//
 // Arrival order. `take_run(batch)` may process a batch in run form whole (every entry an item)
 // and return true; it may move the batch's storage away. Otherwise `handle(tag, value)` processes
 // each entry (a gap too: value null) and returns how many items it gave the stage's code (0 or
 // 1). Returns false if the pipeline was cancelled.
-template <class T, class TakeRun, class Handle, class BeforeSleep>
-bool consume_unordered(InPort<T>& in, WorkerContext& worker, TakeRun&& take_run, Handle&& handle,
+template <class Input, class TakeRun, class Handle, class BeforeSleep>
+bool consume_unordered(Input& in, WorkerContext& worker, TakeRun&& take_run, Handle&& handle,
                        BeforeSleep&& before_sleep) {
+  using T = typename Input::item_type;
   BusyClock clock(worker);
   for (;;) {
     std::optional<Parcel<T>> parcel = in.try_pop();
@@ -66,11 +71,12 @@ bool consume_unordered(InPort<T>& in, WorkerContext& worker, TakeRun&& take_run,
   }
 }
 
-// Source order, restored through `reorder`; `deliver(T&&)` gives one item to the stage's code.
-// Advances the window gate as numbers are released. At the end, items without a number follow.
-template <class T, class Deliver, class BeforeSleep>
-bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& reorder,
-                      WindowGate* gate, Deliver&& deliver, BeforeSleep&& before_sleep) {
+// Source order, restored through `reorder`; `deliver(T&&)` gives one item to the stage's code
+// (and may return how many to time with this worker's busy time, if not 1). Advances the window
+// gate as numbers are released. At the end, items without a number follow.
+template <class Input, class T, class Deliver, class BeforeSleep>
+bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorder, WindowGate* gate,
+                      Deliver&& deliver, BeforeSleep&& before_sleep) {
   BusyClock clock(worker);
   // The gate outlives the worker.
   if (gate != nullptr) {
@@ -79,8 +85,12 @@ bool consume_in_order(InPort<T>& in, WorkerContext& worker, ReorderBuffer<T>& re
   }
   std::uint64_t items = 0;
   auto give = [&](T&& item) {
-    ++items;
-    deliver(std::move(item));
+    if constexpr (std::is_void_v<decltype(deliver(std::move(item)))>) {
+      ++items;
+      deliver(std::move(item));
+    } else {
+      items += deliver(std::move(item));
+    }
   };
   for (;;) {
     std::optional<Parcel<T>> parcel = in.try_pop();
