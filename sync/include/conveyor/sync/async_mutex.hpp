@@ -114,6 +114,7 @@ class AsyncMutex {
   static constexpr std::uint32_t held = 1;
   static constexpr std::uint32_t waiting = 2;
 
+  boost::asio::awaitable<Guard> lock_slowly();
   bool try_acquire() noexcept {
     if ((state_.load(std::memory_order_relaxed) & held) != 0) return false;
     return (state_.fetch_or(held, std::memory_order_acquire) & held) == 0;
@@ -225,8 +226,13 @@ auto AsyncMutex::async_lock(const Executor& executor, Token&& token) {
       token);
 }
 
+// The free mutex's path keeps its frame small: the waiting path's state is in a frame of its own.
 inline boost::asio::awaitable<AsyncMutex::Guard> AsyncMutex::lock() {
-  if (std::optional<Guard> guard = try_lock()) co_return std::move(*guard);
+  if (try_acquire()) co_return Guard(this);
+  co_return co_await lock_slowly();
+}
+
+inline boost::asio::awaitable<AsyncMutex::Guard> AsyncMutex::lock_slowly() {
   co_return co_await async_lock(co_await boost::asio::this_coro::executor,
                                 boost::asio::use_awaitable);
 }
