@@ -147,21 +147,15 @@ bool consume_async(const NodeBase& node, const Wiring& wiring, WorkerContext& co
 }
 
 template <class In, class Out, class F>
-class AsyncStageNode final : public NodeBase {
+class AsyncStageNode final : public ConsumerNode<In, F> {
  public:
   AsyncStageNode(F f, StageOptions options)
-      : NodeBase(Role::stage, std::move(options)), prototype_(std::move(f)) {}
-
-  void check_options() const override { check_input_options<In>(*this); }
-  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
-  [[nodiscard]] bool input_copyable() const noexcept override {
-    return std::is_copy_constructible_v<In>;
-  }
+      : ConsumerNode<In, F>(Role::stage, std::move(f), std::move(options)) {}
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
       std::size_t consumers, std::size_t lane_capacity) const override {
-    return edge_for<Out>(consumers, lane_capacity);
+    return this->template edge_for<Out>(consumers, lane_capacity);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -199,21 +193,13 @@ class AsyncStageNode final : public NodeBase {
 
     AsyncWorkers<Out, F> workers_;
   };
-
-  Prototype<F> prototype_;
 };
 
 template <class In, class F>
-class AsyncSinkNode final : public NodeBase {
+class AsyncSinkNode final : public ConsumerNode<In, F> {
  public:
   AsyncSinkNode(F f, StageOptions options)
-      : NodeBase(Role::sink, std::move(options)), prototype_(std::move(f)) {}
-
-  void check_options() const override { check_input_options<In>(*this); }
-  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
-  [[nodiscard]] bool input_copyable() const noexcept override {
-    return std::is_copy_constructible_v<In>;
-  }
+      : ConsumerNode<In, F>(Role::sink, std::move(f), std::move(options)) {}
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(std::size_t,
@@ -240,8 +226,6 @@ class AsyncSinkNode final : public NodeBase {
 
     AsyncWorkers<std::monostate, F> workers_;
   };
-
-  Prototype<F> prototype_;
 };
 
 template <class In, class Out, class F>

@@ -180,7 +180,7 @@ class SourceNode final : public NodeBase {
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
       std::size_t consumers, std::size_t lane_capacity) const override {
-    return edge_for<Out>(consumers, lane_capacity);
+    return this->template edge_for<Out>(consumers, lane_capacity);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -237,11 +237,13 @@ void check_input_options(const NodeBase& node) {
   check_input_options(node, typeid(In), std::is_copy_constructible_v<In>);
 }
 
-template <class In, class Out, class F>
-class StageNode final : public NodeBase {
+// What every stage and sink node shares: the checks of the edge into it, and its code's
+// prototype.
+template <class In, class F>
+class ConsumerNode : public NodeBase {
  public:
-  StageNode(F f, StageOptions options)
-      : NodeBase(Role::stage, std::move(options)), prototype_(std::move(f)) {}
+  ConsumerNode(Role role, F f, StageOptions options)
+      : NodeBase(role, std::move(options)), prototype_(std::move(f)) {}
 
   void check_options() const override { check_input_options<In>(*this); }
   [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
@@ -249,9 +251,19 @@ class StageNode final : public NodeBase {
     return std::is_copy_constructible_v<In>;
   }
 
+ protected:
+  Prototype<F> prototype_;
+};
+
+template <class In, class Out, class F>
+class StageNode final : public ConsumerNode<In, F> {
+ public:
+  StageNode(F f, StageOptions options)
+      : ConsumerNode<In, F>(Role::stage, std::move(f), std::move(options)) {}
+
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
       std::size_t consumers, std::size_t lane_capacity) const override {
-    return edge_for<Out>(consumers, lane_capacity);
+    return this->template edge_for<Out>(consumers, lane_capacity);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -363,21 +375,13 @@ class StageNode final : public NodeBase {
 
     std::vector<F> code_;
   };
-
-  Prototype<F> prototype_;
 };
 
 template <class In, class F>
-class SinkNode final : public NodeBase {
+class SinkNode final : public ConsumerNode<In, F> {
  public:
   SinkNode(F f, StageOptions options)
-      : NodeBase(Role::sink, std::move(options)), prototype_(std::move(f)) {}
-
-  void check_options() const override { check_input_options<In>(*this); }
-  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<F>; }
-  [[nodiscard]] bool input_copyable() const noexcept override {
-    return std::is_copy_constructible_v<In>;
-  }
+      : ConsumerNode<In, F>(Role::sink, std::move(f), std::move(options)) {}
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(std::size_t,
                                                            std::size_t) const override {
@@ -427,8 +431,6 @@ class SinkNode final : public NodeBase {
 
     std::vector<F> code_;
   };
-
-  Prototype<F> prototype_;
 };
 
 }  // namespace conveyor::detail
