@@ -108,8 +108,7 @@ template <class In, class R, class F, class Deliver, class OnGap, class BeforeSl
 bool consume_async(const NodeBase& node, const Wiring& wiring, WorkerContext& context,
                    std::size_t worker, AsyncWorkers<R, F>& workers, Deliver&& deliver,
                    OnGap&& on_gap, BeforeSleep&& before_sleep) {
-  auto& input = static_cast<Edge<In>&>(*wiring.input);
-  InPort<In> in(context, input.consumer_side(worker, wiring.upstream));
+  InPort<In> in = input_port<In>(context, wiring, worker);
   const bool in_order = node.mode() == Mode::serial_in_order;
   AsyncWorker<In, R, std::decay_t<Deliver>, std::decay_t<BeforeSleep>> engine(
       context, in, workers.done(worker), node.options().in_flight, in_order,
@@ -171,10 +170,7 @@ class AsyncStageNode final : public ConsumerNode<In, F> {
    private:
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
-      auto& output = static_cast<Edge<Out>&>(*wiring.output);
-      OutPort<Out> out(context, output.producer_side(worker, wiring.downstream),
-                       *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
-                       wiring.output_gate);
+      OutPort<Out> out = output_port<Out>(context, wiring, worker);
       Emit<Out> emit(out, false);
       const bool completed = consume_async<In>(
           node(), wiring, context, worker, workers_,

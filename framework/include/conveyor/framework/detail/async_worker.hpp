@@ -139,8 +139,6 @@ class AsyncWorker {
     }
   }
 
-  [[nodiscard]] std::size_t in_flight() const noexcept { return in_flight_; }
-
  private:
   template <class Ready>
   bool sleep(Ready&& ready) {

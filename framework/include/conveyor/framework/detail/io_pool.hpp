@@ -39,8 +39,6 @@ class IoPool {
   IoPool(const IoPool&) = delete;
   IoPool& operator=(const IoPool&) = delete;
 
-  [[nodiscard]] executor_type executor() noexcept { return context_.get_executor(); }
-  [[nodiscard]] boost::asio::io_context& context() noexcept { return context_; }
   // A new strand of the context, which the pool keeps: a strand must not outlive its context.
   [[nodiscard]] strand_type& make_strand();
 

@@ -57,6 +57,21 @@ struct Wiring {
 
 class NodeBase;
 
+// A worker's ports on the edges its wiring names: into the node, and out of it to the next.
+template <class In>
+InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
+  auto& input = static_cast<Edge<In>&>(*wiring.input);
+  return InPort<In>(context, input.consumer_side(worker, wiring.upstream));
+}
+
+template <class Out>
+OutPort<Out> output_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
+  auto& output = static_cast<Edge<Out>&>(*wiring.output);
+  return OutPort<Out>(context, output.producer_side(worker, wiring.downstream),
+                      *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
+                      wiring.output_gate);
+}
+
 // One node's running form: its wiring, and what each of its workers runs. run_worker (compiled
 // once, in framework/src) sets up the worker's context, calls `run`, and records a throw as the
 // pipeline's failure.
@@ -196,10 +211,7 @@ class SourceNode final : public NodeBase {
    private:
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
-      auto& output = static_cast<Edge<Out>&>(*wiring.output);
-      OutPort<Out> port(context, output.producer_side(worker, wiring.downstream),
-                        *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
-                        wiring.output_gate);
+      OutPort<Out> port = output_port<Out>(context, wiring, worker);
       SourceBody<F, Out> body(std::move(code_[worker]));
       BusyClock clock(context);
       if constexpr (SourceBody<F, Out>::pulled) {
@@ -280,12 +292,8 @@ class StageNode final : public ConsumerNode<In, F> {
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
       WorkerCounters& counters = context.counters();
-      auto& input = static_cast<Edge<In>&>(*wiring.input);
-      auto& output = static_cast<Edge<Out>&>(*wiring.output);
-      InPort<In> in(context, input.consumer_side(worker, wiring.upstream));
-      OutPort<Out> out(context, output.producer_side(worker, wiring.downstream),
-                       *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
-                       wiring.output_gate);
+      InPort<In> in = input_port<In>(context, wiring, worker);
+      OutPort<Out> out = output_port<Out>(context, wiring, worker);
       Emit<Out> emit(out, false);
       StageBody<F, In, Out> body(std::move(code_[worker]));
       auto flush_batches = [&] { out.flush(); };
@@ -402,8 +410,7 @@ class SinkNode final : public ConsumerNode<In, F> {
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
       WorkerCounters& counters = context.counters();
-      auto& input = static_cast<Edge<In>&>(*wiring.input);
-      InPort<In> in(context, input.consumer_side(worker, wiring.upstream));
+      InPort<In> in = input_port<In>(context, wiring, worker);
       SinkBody<F, In> body(std::move(code_[worker]));
       auto consume = [&](In&& item) {
         counters.items_in.add(1);
