@@ -31,11 +31,7 @@ bool AsyncMutex::acquire_or_wait(Waiter& waiter) {
   return false;
 }
 
-void AsyncMutex::unlock() noexcept {
-  // Release: the next holder's acquire RMW sees everything this holder wrote.
-  const std::uint32_t before = state_.fetch_and(~held, std::memory_order_release);
-  CONVEYOR_CONTRACT((before & held) != 0, "AsyncMutex unlocked while not held");
-  if ((before & waiting) == 0) return;
+void AsyncMutex::wake_next() noexcept {
   Waiter* woken = nullptr;
   {
     std::lock_guard lock(list_mutex_);

@@ -79,9 +79,21 @@ TEST(AsyncMutex, TryLockAndGuard) {
   EXPECT_TRUE(mutex.try_lock());
 }
 
+// How a coroutine takes the mutex: `co_await lock()`, or `co_await lock(guard)`.
+enum class Form { returned, filled };
+
+asio::awaitable<AsyncMutex::Guard> take(AsyncMutex& mutex, Form form) {
+  if (form == Form::returned) co_return co_await mutex.lock();
+  AsyncMutex::Guard guard;
+  co_await mutex.lock(guard);
+  EXPECT_TRUE(guard.owns_lock());
+  co_return guard;
+}
+
 // The test: 10,000 coroutines on four threads each add to a plain counter 100 times under
-// the lock, suspending inside the region every time.
-TEST(AsyncMutex, ExcludesSuspendedHolders) {
+// the lock, suspending inside the region every time. `take` adds a frame to the filled form; the
+// form itself is used inline below, as a user would.
+void exclude_suspended_holders(Form form) {
   conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
   constexpr int coroutines = 10'000;
   constexpr int increments = 100;
@@ -96,7 +108,12 @@ TEST(AsyncMutex, ExcludesSuspendedHolders) {
         io,
         [&]() -> asio::awaitable<void> {
           for (int i = 0; i < increments; ++i) {
-            auto guard = co_await mutex.lock();
+            AsyncMutex::Guard guard;
+            if (form == Form::filled) {
+              co_await mutex.lock(guard);
+            } else {
+              guard = co_await mutex.lock();
+            }
             if (inside.exchange(true, std::memory_order_relaxed)) {
               overlaps.fetch_add(1, std::memory_order_relaxed);
             }
@@ -116,7 +133,51 @@ TEST(AsyncMutex, ExcludesSuspendedHolders) {
   EXPECT_FALSE(mutex.locked());
 }
 
-TEST(AsyncMutex, ExceptionInsideTheRegionReleasesIt) {
+TEST(AsyncMutex, ExcludesSuspendedHolders) {
+  exclude_suspended_holders(Form::returned);
+}
+
+TEST(AsyncMutex, ExcludesSuspendedHoldersWithLockIntoAGuard) {
+  exclude_suspended_holders(Form::filled);
+}
+
+// A waiter whose retry was posted to a context that is then destroyed without running it: its
+// coroutine's frames are destroyed with the retry, not leaked.
+TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
+  conveyor::testing::Watchdog watchdog;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
+  int live = 0;
+  struct Alive {
+    int& count;
+    explicit Alive(int& c) : count(c) { ++count; }
+    Alive(const Alive&) = delete;
+    Alive& operator=(const Alive&) = delete;
+    ~Alive() { --count; }
+  };
+  bool ran = false;
+  {
+    asio::io_context io;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          const Alive alive(live);
+          AsyncMutex::Guard guard;
+          co_await mutex.lock(guard);
+          ran = true;
+        },
+        asio::detached);
+    io.poll();  // the coroutine waits
+    EXPECT_EQ(live, 1);
+    holder.reset();  // posts the waiter's retry, which never runs
+  }
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(live, 0);
+  EXPECT_FALSE(mutex.locked());
+}
+
+// A throw inside the region releases the mutex, in both awaitable forms.
+void release_on_a_throw(Form form) {
   conveyor::testing::Watchdog watchdog;
   asio::io_context io;
   AsyncMutex mutex;
@@ -125,19 +186,28 @@ TEST(AsyncMutex, ExceptionInsideTheRegionReleasesIt) {
       io,
       [&]() -> asio::awaitable<void> {
         try {
-          auto guard = co_await mutex.lock();
+          const AsyncMutex::Guard guard = co_await take(mutex, form);
           co_await yield_to_executor();
           throw std::runtime_error("inside");
         } catch (const std::runtime_error&) {
           ++caught;
         }
-        auto again = co_await mutex.lock();  // would wait forever if the throw kept it
+        // Would wait forever if the throw kept it.
+        const AsyncMutex::Guard again = co_await take(mutex, form);
         EXPECT_TRUE(again.owns_lock());
       },
       asio::detached);
   io.run();
   EXPECT_EQ(caught, 1);
   EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, ExceptionInsideTheRegionReleasesIt) {
+  release_on_a_throw(Form::returned);
+}
+
+TEST(AsyncMutex, ExceptionInsideTheRegionReleasesALockIntoAGuard) {
+  release_on_a_throw(Form::filled);
 }
 
 TEST(AsyncMutex, GuardReleasedOnAnotherThread) {
@@ -324,6 +394,25 @@ TEST(AsyncMutex, AsyncLockWaiterKeepsItsContextRunning) {
   expect_run_waits_for(io, mutex, holder, ran);
 }
 
+// A lock(guard) waiter counts as work of its context (the co_spawn that started it keeps it), and
+// is woken through it once a holder on another thread unlocks.
+TEST(AsyncMutex, LockIntoAGuardWaiterKeepsItsContextRunning) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
+  bool ran = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        AsyncMutex::Guard guard;
+        co_await mutex.lock(guard);
+        ran = true;
+      },
+      asio::detached);
+  expect_run_waits_for(io, mutex, holder, ran);
+}
+
 TEST(AsyncMutex, NoAllocationOnAFreeMutex) {
   AsyncMutex mutex;
   const std::size_t before = allocations.load();
@@ -343,6 +432,21 @@ TEST(AsyncMutex, NoAllocationOnAFreeMutex) {
     during = allocations.load() - start;
   };
   body(io.get_executor());
+  EXPECT_EQ(during, 0U);
+  // Through lock(guard) in an asio::awaitable.
+  during = 1;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        const std::size_t start = allocations.load();
+        for (int i = 0; i < 10'000; ++i) {
+          AsyncMutex::Guard guard;
+          co_await mutex.lock(guard);
+        }
+        during = allocations.load() - start;
+      },
+      asio::detached);
+  io.run();
   EXPECT_EQ(during, 0U);
 }
 

@@ -2,17 +2,20 @@
 // coroutine, never the thread, so the region may hold co_awaits that need the thread.
 //
 //   auto guard = co_await m.lock();  // in an asio::awaitable; unlocks when `guard` goes
+//   AsyncMutex::Guard guard;         // the same without the call's coroutine frame
+//   co_await m.lock(guard);
 //
 // Contract:
-// - `lock()` (asio::awaitable), `async_lock(executor, token)` (any Asio completion token) and
-//   `lock_on(executor)` (any coroutine) give a move-only Guard once held; `try_lock()` only if
-//   free now. Any thread may call any of them. A waiter counts as work of its executor.
+// - `lock()` and `lock(guard)` (asio::awaitable), `async_lock(executor, token)` (any Asio
+//   completion token) and `lock_on(executor)` (any coroutine) give a move-only Guard once held;
+//   `try_lock()` only if free now. Any thread may call any of them. A waiter counts as work of its
+//   executor. `lock(guard)` needs an empty guard, and fills it.
 // - No thread affinity, no reentrancy: a Guard may be released on any thread, also by a throw.
 // - Unfair: unlock() wakes the longest waiter, which then competes with arrivals (as the seed's
 //   auto-reset event). It resumes through its executor, never inside unlock(), so a long chain of
 //   hand-overs grows no stack.
-// - A free mutex is taken with one atomic operation and no allocation. A lock_on() waiter is
-//   linked through its awaiter; an async_lock() one holds its handler in a node from the
+// - A free mutex is taken with one atomic operation and no allocation. A lock_on() or lock(guard)
+//   waiter is linked through its awaiter; an async_lock() one holds its handler in a node from the
 //   handler's allocator.
 // - Destroying the mutex while held or waited for is a contract violation (checked without NDEBUG).
 //
@@ -32,6 +35,8 @@
 #include <utility>
 
 #include "conveyor/sync/detail/asio_coroutines.hpp"
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/suspended_awaitable.hpp"
 
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -44,6 +49,7 @@ class AsyncMutex {
   // Holds the mutex until destroyed, moved from into nothing, or unlock()ed.
   class [[nodiscard]] Guard {
    public:
+    Guard() noexcept = default;  // holds nothing
     Guard(Guard&& other) noexcept : mutex_(std::exchange(other.mutex_, nullptr)) {}
     Guard& operator=(Guard&& other) noexcept {
       if (this != &other) {
@@ -64,7 +70,7 @@ class AsyncMutex {
    private:
     friend class AsyncMutex;
     explicit Guard(AsyncMutex* mutex) noexcept : mutex_(mutex) {}
-    AsyncMutex* mutex_;
+    AsyncMutex* mutex_ = nullptr;
   };
 
   AsyncMutex() = default;
@@ -90,9 +96,13 @@ class AsyncMutex {
   template <class Executor, class Token>
   auto async_lock(const Executor& executor, Token&& token);
 
-  // co_await m.lock() in an asio::awaitable. Boost 1.74's awaitable may co_await only Asio
-  // awaitables and operations given use_awaitable, so this is async_lock with use_awaitable behind
-  // a try_lock().
+  // co_await m.lock(guard) in an asio::awaitable: fills `guard` once held. A free mutex costs one
+  // atomic operation and one suspension that resumes at once, with no frame and no post.
+  class LockInto;
+  [[nodiscard]] LockInto lock(Guard& guard) noexcept;
+
+  // co_await m.lock() in an asio::awaitable: lock(guard) inside a coroutine of its own, whose
+  // frame is most of what a free mutex costs this way.
   boost::asio::awaitable<Guard> lock();
 
   // For diagnostics and tests: a snapshot that may be stale at once.
@@ -114,14 +124,20 @@ class AsyncMutex {
   static constexpr std::uint32_t held = 1;
   static constexpr std::uint32_t waiting = 2;
 
-  boost::asio::awaitable<Guard> lock_slowly();
   bool try_acquire() noexcept {
     if ((state_.load(std::memory_order_relaxed) & held) != 0) return false;
     return (state_.fetch_or(held, std::memory_order_acquire) & held) == 0;
   }
   // Takes the mutex (true), or links `waiter` to be woken once it is released (false).
   bool acquire_or_wait(Waiter& waiter);
-  void unlock() noexcept;
+  void unlock() noexcept {
+    // Release: the next holder's acquire RMW sees everything this holder wrote.
+    const std::uint32_t before = state_.fetch_and(~held, std::memory_order_release);
+    CONVEYOR_CONTRACT((before & held) != 0, "AsyncMutex unlocked while not held");
+    if ((before & waiting) != 0) wake_next();
+  }
+  // unlock() found the `waiting` bit: wakes the head of the list, if any.
+  void wake_next() noexcept;
 
   std::atomic<std::uint32_t> state_{0};
   std::mutex list_mutex_;  // guards the list and the `waiting` bit's changes
@@ -165,6 +181,65 @@ class AsyncMutex::LockAwaiter : private AsyncMutex::Waiter {
   std::optional<boost::asio::executor_work_guard<Executor>> work_;
   std::coroutine_handle<> handle_;
 };
+
+// Boost 1.74's awaitable may co_await only Asio awaitables, operations given use_awaitable and
+// callables that take the awaiting frame (suspended_awaitable.hpp). This is one of the last: it
+// lives in the awaiting frame while the coroutine waits, and is the waiter linked in the list.
+class AsyncMutex::LockInto : private AsyncMutex::Waiter {
+ public:
+  LockInto(AsyncMutex& mutex, Guard& guard) noexcept : mutex_(mutex), guard_(guard) {
+    wake = &LockInto::on_wake;
+  }
+  LockInto(LockInto&& other) noexcept : LockInto(other.mutex_, other.guard_) {}
+  LockInto& operator=(LockInto&&) = delete;
+  LockInto(const LockInto&) = delete;
+  LockInto& operator=(const LockInto&) = delete;
+  ~LockInto() = default;
+
+  detail::AwaitableThread* operator()(detail::AwaitableFrame* frame) {
+    if (mutex_.try_acquire()) {
+      guard_ = Guard(&mutex_);
+      return nullptr;  // goes on at once
+    }
+    // Off the thread before it is linked: a wake may come from another thread at once.
+    suspended_.emplace(frame);
+    if (mutex_.acquire_or_wait(*this)) {
+      guard_ = Guard(&mutex_);
+      take_suspended().resume_through_executor();
+    }
+    return nullptr;
+  }
+
+ private:
+  detail::SuspendedAwaitable take_suspended() {
+    detail::SuspendedAwaitable suspended = std::move(*suspended_);
+    suspended_.reset();
+    return suspended;
+  }
+
+  // The coroutine travels with the posted retry, so that a context that never runs it destroys
+  // it; it is back here before the retry links this waiter again.
+  static void on_wake(Waiter* waiter) {
+    auto* self = static_cast<LockInto*>(waiter);
+    const detail::AwaitableExecutor executor = self->suspended_->get_executor();
+    boost::asio::post(executor, [self, suspended = self->take_suspended()]() mutable {
+      self->suspended_.emplace(std::move(suspended));
+      if (!self->mutex_.acquire_or_wait(*self)) return;
+      self->guard_ = Guard(&self->mutex_);
+      // From a local: the coroutine destroys this waiter as it goes on.
+      self->take_suspended().resume();
+    });
+  }
+
+  AsyncMutex& mutex_;
+  Guard& guard_;
+  std::optional<detail::SuspendedAwaitable> suspended_;
+};
+
+inline AsyncMutex::LockInto AsyncMutex::lock(Guard& guard) noexcept {
+  CONVEYOR_DEBUG_CONTRACT(!guard.owns_lock(), "AsyncMutex::lock(guard): the guard must be empty");
+  return {*this, guard};
+}
 
 template <class Handler, class Executor>
 struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
@@ -226,15 +301,10 @@ auto AsyncMutex::async_lock(const Executor& executor, Token&& token) {
       token);
 }
 
-// The free mutex's path keeps its frame small: the waiting path's state is in a frame of its own.
 inline boost::asio::awaitable<AsyncMutex::Guard> AsyncMutex::lock() {
-  if (try_acquire()) co_return Guard(this);
-  co_return co_await lock_slowly();
-}
-
-inline boost::asio::awaitable<AsyncMutex::Guard> AsyncMutex::lock_slowly() {
-  co_return co_await async_lock(co_await boost::asio::this_coro::executor,
-                                boost::asio::use_awaitable);
+  Guard guard;
+  co_await lock(guard);
+  co_return guard;
 }
 
 }  // namespace conveyor::sync
