@@ -1,91 +1,108 @@
 #include "conveyor/sync/task_sequencer.hpp"
 
-#include <algorithm>
+#include <bit>
 
 #include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::sync {
 
 TaskSequencer::~TaskSequencer() {
-  CONVEYOR_DEBUG_CONTRACT(queue_.empty(), "TaskSequencer destroyed with operations queued");
+  CONVEYOR_DEBUG_CONTRACT(serving_ == issued_.load(std::memory_order_relaxed),
+                          "TaskSequencer destroyed with operations queued");
+  // Without the check: the coroutines that still wait are destroyed through their executors.
+  for (Slot& slot : slots_) {
+    TurnWait* waiter = std::exchange(slot.waiter, nullptr);
+    if (waiter == nullptr) continue;
+    waiter->ticket_.waiting_ = nullptr;
+    waiter->ticket_.sequencer_ = nullptr;
+    waiter->suspended_.reset();
+  }
 }
 
 std::size_t TaskSequencer::size() const {
   std::lock_guard lock(mutex_);
-  return queue_.size();
+  return issued_.load(std::memory_order_relaxed) - serving_ - gone_;
 }
 
-TaskSequencer::Ticket::Ticket(TaskSequencer& sequencer)
-    : sequencer_(&sequencer), entry_(sequencer.enqueue()) {}
-
-TaskSequencer::Ticket::~Ticket() {
-  if (sequencer_ != nullptr) sequencer_->leave(entry_);
-}
-
-std::shared_ptr<TaskSequencer::Entry> TaskSequencer::enqueue() {
-  auto entry = std::make_shared<Entry>();
+void TaskSequencer::wait(Ticket& ticket, TurnWait& waiter, detail::AwaitableFrame* frame) {
   std::lock_guard lock(mutex_);
-  queue_.push_back(entry);
-  return entry;
+  if (ticket.left_) return;  // cancelled: goes on at once and throws
+  if (ticket.number_ == serving_) {
+    ticket.started_ = true;
+    return;  // its turn: goes on at once, without a post
+  }
+  // Under the mutex, which every wake takes, so no wake finds it half filed.
+  Slot& filed = slot(ticket.number_);
+  waiter.suspended_.emplace(frame);
+  filed.waiter = &waiter;
+  ticket.waiting_ = &waiter;
 }
 
-void TaskSequencer::wait(const std::shared_ptr<Entry>& entry, std::unique_ptr<Waker> waker) {
-  boost::system::error_code outcome;
+void TaskSequencer::cancel(Ticket& ticket) {
+  TurnWait* aborted = nullptr;
+  TurnWait* next = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (entry->cancelled) {
-      outcome = boost::asio::error::operation_aborted;
-    } else if (queue_.front() == entry) {
-      entry->started = true;
+    if (ticket.started_ || ticket.left_) return;
+    ticket.left_ = true;
+    if (ticket.number_ == serving_) {
+      next = next_turn();  // it does not wait yet: waiting in its turn would have started it
     } else {
-      entry->waker = std::move(waker);
-      return;
+      Slot& filed = slot(ticket.number_);
+      filed.waiter = nullptr;
+      filed.gone = true;
+      ++gone_;
+      aborted = std::exchange(ticket.waiting_, nullptr);
     }
   }
-  // Its turn already, or cancelled before it waited: still resumed through its executor.
-  waker->post(outcome);
+  if (aborted != nullptr) aborted->resume_through_executor(false);
+  if (next != nullptr) next->resume_through_executor(true);
 }
 
-void TaskSequencer::cancel(const std::shared_ptr<Entry>& entry) {
-  std::unique_ptr<Waker> aborted;
-  std::unique_ptr<Waker> next;
+void TaskSequencer::leave(Ticket& ticket) {
+  TurnWait* next = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (entry->started || entry->cancelled) return;
-    entry->cancelled = true;
-    aborted = std::move(entry->waker);
-    const bool first = queue_.front() == entry;
-    queue_.erase(std::find(queue_.begin(), queue_.end(), entry));
-    entry->queued = false;
-    if (first) next = next_turn();
-  }
-  if (aborted) aborted->post(boost::asio::error::operation_aborted);
-  if (next) next->post({});
-}
-
-void TaskSequencer::leave(const std::shared_ptr<Entry>& entry) {
-  std::unique_ptr<Waker> next;
-  {
-    std::lock_guard lock(mutex_);
-    if (!entry->queued) return;
-    entry->queued = false;
-    if (queue_.front() == entry) {
-      queue_.pop_front();
+    if (ticket.left_) return;  // cancelled before
+    ticket.left_ = true;
+    if (ticket.number_ == serving_) {
       next = next_turn();
     } else {
-      queue_.erase(std::find(queue_.begin(), queue_.end(), entry));
+      // Abandoned before its turn (its awaitable destroyed unawaited): later ones skip it.
+      slot(ticket.number_).gone = true;
+      ++gone_;
     }
   }
-  if (next) next->post({});
+  if (next != nullptr) next->resume_through_executor(true);
 }
 
-std::unique_ptr<TaskSequencer::Waker> TaskSequencer::next_turn() {
-  if (queue_.empty()) return nullptr;
-  Entry& first = *queue_.front();
-  // Not waiting yet: it starts when it waits (wait() finds it first).
-  if (!first.waker) return nullptr;
-  first.started = true;
-  return std::move(first.waker);
+TaskSequencer::TurnWait* TaskSequencer::next_turn() {
+  const std::size_t mask = slots_.size() - 1;
+  ++serving_;
+  while (slots_[serving_ & mask].gone) {
+    slots_[serving_ & mask].gone = false;
+    --gone_;
+    ++serving_;
+  }
+  // Not waiting yet: it starts when it waits (wait() finds its number served).
+  TurnWait* waiter = std::exchange(slots_[serving_ & mask].waiter, nullptr);
+  if (waiter == nullptr) return nullptr;
+  waiter->ticket_.waiting_ = nullptr;
+  waiter->ticket_.started_ = true;
+  return waiter;
+}
+
+TaskSequencer::Slot& TaskSequencer::slot(std::uint64_t number) {
+  const std::uint64_t distance = number - serving_;
+  if (distance >= slots_.size()) {
+    // Every number in [serving_, serving_ + size) has a slot of its own; so has the new one after.
+    std::vector<Slot> grown(std::bit_ceil(distance + 1));
+    const std::size_t old_mask = slots_.size() - 1;
+    for (std::uint64_t n = serving_; n < serving_ + slots_.size(); ++n)
+      grown[n & (grown.size() - 1)] = slots_[n & old_mask];
+    slots_ = std::move(grown);
+  }
+  return slots_[number & (slots_.size() - 1)];
 }
 
 }  // namespace conveyor::sync

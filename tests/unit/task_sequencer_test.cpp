@@ -204,4 +204,35 @@ TEST(TaskSequencer, AbandonedRunLeavesTheQueue) {
   EXPECT_EQ(sequencer.size(), 0U);
 }
 
+// Order is the order of the calls, not of the awaits: operations awaited in reverse, with every
+// seventh dropped unawaited, still start in call order (and the queue outgrows its first table).
+TEST(TaskSequencer, CallOrderHoldsWhateverOrderTheyAreAwaitedIn) {
+  conveyor::testing::Watchdog watchdog;
+  constexpr int count = 1000;
+  asio::io_context io;
+  TaskSequencer sequencer;
+  std::vector<int> started;
+  std::vector<asio::awaitable<void>> operations;
+  for (int i = 0; i < count; ++i) {
+    operations.push_back(sequencer.run([&started, i]() -> asio::awaitable<void> {
+      started.push_back(i);
+      co_await yield_to_executor();
+    }));
+  }
+  std::vector<int> expected;
+  for (int i = 0; i < count; ++i) {
+    if (i % 7 == 3) {
+      auto dropped = std::move(operations[i]);
+    } else {
+      expected.push_back(i);
+    }
+  }
+  for (int i = count - 1; i >= 0; --i) {
+    if (i % 7 != 3) asio::co_spawn(io, std::move(operations[i]), asio::detached);
+  }
+  io.run();
+  EXPECT_EQ(started, expected);
+  EXPECT_EQ(sequencer.size(), 0U);
+}
+
 }  // namespace

@@ -10,39 +10,41 @@
 //   asio::awaitable that, once awaited, waits until every operation queued before it has
 //   finished, then awaits `fn()` and gives its result or rethrows its exception. One failing
 //   operation does not stop those behind it. No two operations overlap; waiting suspends the
-//   coroutine, never the thread, and it resumes through its own executor.
+//   coroutine, never the thread, and it resumes through its own executor (an operation whose
+//   turn has come when it is awaited goes on at once). A queued operation allocates nothing
+//   beyond its coroutine frames, except when the queue outgrows its table.
 // - Cancellation: `run(fn, stop_token)`. If a stop is requested before the operation's turn, `fn`
 //   is never called, the awaitable throws boost::system::system_error(operation_aborted), and the
 //   operations behind it do not wait for it. A `run` whose awaitable is destroyed without being
 //   awaited (or before its turn) leaves the queue the same way. (Boost 1.74, which Debian ships,
 //   has no Asio cancellation slots; they came in 1.77.)
 // - Destroying the sequencer while operations are queued is a contract violation (checked when
-//   NDEBUG is not defined).
-// Memory ordering: the queue changes only under one std::mutex, and a turn passes by a post to the
-// next operation's executor after the previous one left, so each sees all its predecessors wrote.
+//   NDEBUG is not defined). Filing a waiting operation may grow its table; that happens inside the
+//   coroutine's suspension, which cannot throw, so running out of memory there terminates.
+// Memory ordering: run() takes its number with one relaxed RMW, whose modification order is the
+// queue's order. Turns change only under one std::mutex, and a waiting operation is resumed by a
+// post (or defer) after the previous one left, so each sees all its predecessors wrote.
 // Protocol: docs/design/async-mutex.md#tasksequencer.
 #pragma once
 
-#include <cstddef>
-#include <deque>
-#include <memory>
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "conveyor/sync/detail/asio_coroutines.hpp"
+#include "conveyor/sync/detail/suspended_awaitable.hpp"
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/error.hpp>
-#include <boost/asio/executor_work_guard.hpp>
+#include <boost/system/system_error.hpp>
 
 namespace conveyor::sync {
 
 class TaskSequencer {
-  struct Entry;
-
  public:
   TaskSequencer() = default;
   ~TaskSequencer();
@@ -59,62 +61,37 @@ class TaskSequencer {
   [[nodiscard]] std::size_t size() const;
 
  private:
-  // How a waiting operation is resumed: posts its handler with the outcome.
-  struct Waker {
-    virtual ~Waker() = default;
-    virtual void post(boost::system::error_code outcome) = 0;
-  };
+  class TurnWait;
 
-  template <class Handler>
-  struct HandlerWaker final : Waker {
-    using Executor = boost::asio::associated_executor_t<Handler>;
-    explicit HandlerWaker(Handler h)
-        : executor(boost::asio::get_associated_executor(h)),
-          work(executor),
-          handler(std::move(h)) {}
-    void post(boost::system::error_code outcome) override {
-      boost::asio::post(executor, [handler = std::move(handler), outcome]() mutable {
-        std::move(handler)(outcome);
-      });
-    }
-    Executor executor;
-    boost::asio::executor_work_guard<Executor> work;
-    Handler handler;
-  };
-
-  struct Entry {
-    std::unique_ptr<Waker> waker;  // set while its coroutine waits for its turn
-    bool started = false;
-    bool cancelled = false;
-    bool queued = true;
-  };
-
-  // An operation's place in the queue; leaving it (destroyed) lets the next one start.
+  // An operation's place in the queue, a number; leaving it (destroyed) lets the next one start.
+  // The fields other than the number change under the sequencer's mutex.
   class Ticket {
    public:
-    explicit Ticket(TaskSequencer& sequencer);
+    explicit Ticket(TaskSequencer& sequencer) noexcept
+        : sequencer_(&sequencer),
+          number_(sequencer.issued_.fetch_add(1, std::memory_order_relaxed)) {}
+    // Moved only before it is awaited, while no other thread knows it.
     Ticket(Ticket&& other) noexcept
-        : sequencer_(std::exchange(other.sequencer_, nullptr)), entry_(std::move(other.entry_)) {}
+        : sequencer_(std::exchange(other.sequencer_, nullptr)), number_(other.number_) {}
     Ticket& operator=(Ticket&&) = delete;
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
-    ~Ticket();
-
-    // Completes at its turn, or with operation_aborted once cancelled.
-    auto async_wait() {
-      return boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
-                                         void(boost::system::error_code)>(
-          [this](auto handler) {
-            sequencer_->wait(entry_,
-                             std::make_unique<HandlerWaker<decltype(handler)>>(std::move(handler)));
-          },
-          boost::asio::use_awaitable);
+    ~Ticket() {
+      if (sequencer_ != nullptr) sequencer_->leave(*this);
     }
-    void cancel() { sequencer_->cancel(entry_); }
+
+    // co_await ticket.turn(): once it is this operation's turn (throws operation_aborted once
+    // cancelled instead).
+    [[nodiscard]] TurnWait turn() noexcept;
+    void cancel() { sequencer_->cancel(*this); }
 
    private:
+    friend class TaskSequencer;
     TaskSequencer* sequencer_;
-    std::shared_ptr<Entry> entry_;
+    const std::uint64_t number_;
+    bool started_ = false;
+    bool left_ = false;  // cancelled, or left after it ran
+    TurnWait* waiting_ = nullptr;
   };
 
   struct Canceller {
@@ -122,34 +99,90 @@ class TaskSequencer {
     void operator()() const { ticket->cancel(); }
   };
 
-  // NOLINTBEGIN(bugprone-use-after-move): clang-tidy counts the coroutine frame's copy of
-  // `queued` as a use after the move below.
   template <class Result, class F>
-  static boost::asio::awaitable<Result> run_in_turn(Ticket queued, F fn, std::stop_token stop) {
-    Ticket ticket = std::move(queued);  // a local: it leaves the queue before the caller resumes
-    {
-      std::optional<std::stop_callback<Canceller>> on_stop;
-      if (stop.stop_possible()) on_stop.emplace(stop, Canceller{&ticket});
-      // use_awaitable throws boost::system::system_error for an error code (operation_aborted).
-      co_await ticket.async_wait();
-    }
-    if constexpr (std::is_void_v<Result>) {
-      co_await fn();
+  static boost::asio::awaitable<Result> run_in_turn(Ticket queued, F fn, std::stop_token stop);
+
+  // Goes on at once if it is the ticket's turn or it was cancelled; otherwise takes the coroutine
+  // off its thread and files `waiter` under its number.
+  void wait(Ticket& ticket, TurnWait& waiter, detail::AwaitableFrame* frame);
+  void cancel(Ticket& ticket);
+  void leave(Ticket& ticket);
+  // Under mutex_: the turn passes to the next number that has not left; returns its waiter if it
+  // waits (started), or nullptr.
+  TurnWait* next_turn();
+  // Under mutex_: the slot of a number in [serving_, serving_ + slots_.size()), growing the table
+  // first if the number lies beyond it.
+  struct Slot {
+    TurnWait* waiter = nullptr;  // the operation that waits under the number
+    bool gone = false;           // it left before its turn
+  };
+  Slot& slot(std::uint64_t number);
+
+  std::atomic<std::uint64_t> issued_{0};  // numbers handed out
+  mutable std::mutex mutex_;
+  std::uint64_t serving_ = 0;  // the number whose turn it is
+  // By number modulo the table's size, a power of two that grows to the longest queue seen.
+  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  std::size_t gone_ = 0;  // slots marked gone
+};
+
+// The co_await of a turn (suspended_awaitable.hpp): lives in the awaiting frame while the
+// coroutine waits, filed in the sequencer's table.
+class TaskSequencer::TurnWait {
+ public:
+  explicit TurnWait(Ticket& ticket) noexcept : ticket_(ticket) {}
+  TurnWait(TurnWait&& other) noexcept : ticket_(other.ticket_) {}
+  TurnWait& operator=(TurnWait&&) = delete;
+  TurnWait(const TurnWait&) = delete;
+  TurnWait& operator=(const TurnWait&) = delete;
+  ~TurnWait() = default;
+
+  detail::AwaitableThread* operator()(detail::AwaitableFrame* frame) {
+    ticket_.sequencer_->wait(ticket_, *this, frame);
+    return nullptr;
+  }
+
+ private:
+  friend class TaskSequencer;
+
+  // Posts the coroutine's resumption (cancelled), or defers it as the continuation of the
+  // operation that just left (its turn); it runs from the handler's storage.
+  void resume_through_executor(bool turn) {
+    detail::SuspendedAwaitable suspended = std::move(*suspended_);
+    suspended_.reset();
+    if (turn) {
+      std::move(suspended).continue_through_executor();
     } else {
-      co_return co_await fn();
+      std::move(suspended).resume_through_executor();
     }
   }
-  // NOLINTEND(bugprone-use-after-move)
 
-  std::shared_ptr<Entry> enqueue();
-  void wait(const std::shared_ptr<Entry>& entry, std::unique_ptr<Waker> waker);
-  void cancel(const std::shared_ptr<Entry>& entry);
-  void leave(const std::shared_ptr<Entry>& entry);
-  // Under mutex_: starts the first entry still wanted, if it waits; returns whom to wake.
-  std::unique_ptr<Waker> next_turn();
-
-  mutable std::mutex mutex_;
-  std::deque<std::shared_ptr<Entry>> queue_;
+  Ticket& ticket_;
+  std::optional<detail::SuspendedAwaitable> suspended_;  // while filed
 };
+
+inline TaskSequencer::TurnWait TaskSequencer::Ticket::turn() noexcept {
+  return TurnWait(*this);
+}
+
+// NOLINTBEGIN(bugprone-use-after-move): clang-tidy counts the coroutine frame's copy of `queued`
+// as a use after the move below.
+template <class Result, class F>
+boost::asio::awaitable<Result> TaskSequencer::run_in_turn(Ticket queued, F fn,
+                                                          std::stop_token stop) {
+  Ticket ticket = std::move(queued);  // a local: it leaves the queue before the caller resumes
+  {
+    std::optional<std::stop_callback<Canceller>> on_stop;
+    if (stop.stop_possible()) on_stop.emplace(stop, Canceller{&ticket});
+    co_await ticket.turn();
+  }
+  if (!ticket.started_) throw boost::system::system_error(boost::asio::error::operation_aborted);
+  if constexpr (std::is_void_v<Result>) {
+    co_await fn();
+  } else {
+    co_return co_await fn();
+  }
+}
+// NOLINTEND(bugprone-use-after-move)
 
 }  // namespace conveyor::sync
