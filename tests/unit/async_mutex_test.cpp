@@ -141,20 +141,24 @@ TEST(AsyncMutex, ExcludesSuspendedHoldersWithLockIntoAGuard) {
   exclude_suspended_holders(Form::filled);
 }
 
+// Counts live coroutine frames (one of these in each).
+struct Alive {
+  int& count;
+  explicit Alive(int& c) : count(c) { ++count; }
+  Alive(const Alive&) = delete;
+  Alive& operator=(const Alive&) = delete;
+  ~Alive() { --count; }
+};
+
 // A waiter whose retry was posted to a context that is then destroyed without running it: its
-// coroutine's frames are destroyed with the retry, not leaked.
-TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
+// coroutine's frames are destroyed with the retry, not leaked, and the mutex is left free.
+// `lock(mutex)` takes the mutex inside an asio::awaitable.
+template <class Lock>
+void retry_dropped_with_its_context(Lock lock) {
   conveyor::testing::Watchdog watchdog;
   AsyncMutex mutex;
   std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
   int live = 0;
-  struct Alive {
-    int& count;
-    explicit Alive(int& c) : count(c) { ++count; }
-    Alive(const Alive&) = delete;
-    Alive& operator=(const Alive&) = delete;
-    ~Alive() { --count; }
-  };
   bool ran = false;
   {
     asio::io_context io;
@@ -162,8 +166,7 @@ TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
         io,
         [&]() -> asio::awaitable<void> {
           const Alive alive(live);
-          AsyncMutex::Guard guard;
-          co_await mutex.lock(guard);
+          const AsyncMutex::Guard guard = co_await lock(mutex);
           ran = true;
         },
         asio::detached);
@@ -173,6 +176,30 @@ TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
   }
   EXPECT_FALSE(ran);
   EXPECT_EQ(live, 0);
+  EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
+  retry_dropped_with_its_context([](AsyncMutex& mutex) { return take(mutex, Form::filled); });
+}
+
+TEST(AsyncMutex, AsyncLockRetryDroppedWithItsContextLeavesNoFrame) {
+  retry_dropped_with_its_context([](AsyncMutex& mutex) -> asio::awaitable<AsyncMutex::Guard> {
+    co_return co_await mutex.async_lock(co_await asio::this_coro::executor, asio::use_awaitable);
+  });
+}
+
+// async_lock on a free mutex posts its completion with the mutex held; a context destroyed
+// before running it frees the mutex.
+TEST(AsyncMutex, AsyncLockCompletionDroppedWithItsContextUnlocks) {
+  AsyncMutex mutex;
+  bool ran = false;
+  {
+    asio::io_context io;
+    mutex.async_lock(io.get_executor(), [&](AsyncMutex::Guard) { ran = true; });
+    EXPECT_TRUE(mutex.locked());
+  }
+  EXPECT_FALSE(ran);
   EXPECT_FALSE(mutex.locked());
 }
 

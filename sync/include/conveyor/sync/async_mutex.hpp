@@ -254,20 +254,56 @@ struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
     wake = &HandlerWaiter::on_wake;
   }
 
-  // Completes the operation with the mutex held: frees the node first, then calls the handler.
-  void complete() {
+  // Owns a node on its way through a posted function: a context that destroys the function
+  // without running it destroys the node and its handler with it, instead of leaking them, and
+  // unlocks the mutex if the node held it for its handler.
+  class Owner {
+   public:
+    Owner(HandlerWaiter* node, bool holds_mutex) noexcept : node_(node), holds_(holds_mutex) {}
+    Owner(Owner&& other) noexcept
+        : node_(std::exchange(other.node_, nullptr)), holds_(other.holds_) {}
+    Owner& operator=(Owner&&) = delete;
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    ~Owner() {
+      if (node_ == nullptr) return;
+      AsyncMutex& mutex = node_->mutex;
+      node_->destroy();
+      if (holds_) mutex.unlock();
+    }
+    HandlerWaiter* release() noexcept { return std::exchange(node_, nullptr); }
+
+   private:
+    HandlerWaiter* node_;
+    bool holds_;
+  };
+
+  // Frees the node with its handler's allocator; returns the handler.
+  Handler destroy() {
     Handler moved = std::move(handler);
     Allocator allocator(boost::asio::get_associated_allocator(moved));
-    AsyncMutex& held_mutex = mutex;
     std::allocator_traits<Allocator>::destroy(allocator, this);
     std::allocator_traits<Allocator>::deallocate(allocator, this, 1);
-    std::move(moved)(Guard(&held_mutex));
+    return moved;
+  }
+
+  // Completes the operation with the mutex held: frees the node first, then calls the handler.
+  void complete() {
+    AsyncMutex& held_mutex = mutex;
+    destroy()(Guard(&held_mutex));
+  }
+
+  // Runs complete() through the executor; the mutex is held.
+  void post_completion() {
+    boost::asio::post(executor,
+                      [owner = Owner(this, true)]() mutable { owner.release()->complete(); });
   }
 
   static void on_wake(Waiter* waiter) {
     auto* self = static_cast<HandlerWaiter*>(waiter);
-    boost::asio::post(self->executor, [self] {
-      if (self->mutex.acquire_or_wait(*self)) self->complete();
+    boost::asio::post(self->executor, [owner = Owner(self, false)]() mutable {
+      HandlerWaiter* node = owner.release();  // linked again, or completed
+      if (node->mutex.acquire_or_wait(*node)) node->complete();
     });
   }
 
@@ -294,9 +330,7 @@ auto AsyncMutex::async_lock(const Executor& executor, Token&& token) {
           throw;
         }
         // Held at once: still completed through the executor, never inside this call.
-        if (acquire_or_wait(*node)) {
-          boost::asio::post(node->executor, [node] { node->complete(); });
-        }
+        if (acquire_or_wait(*node)) node->post_completion();
       },
       token);
 }
