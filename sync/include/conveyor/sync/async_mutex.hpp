@@ -267,9 +267,9 @@ struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
     Owner& operator=(const Owner&) = delete;
     ~Owner() {
       if (node_ == nullptr) return;
-      AsyncMutex& mutex = node_->mutex;
+      AsyncMutex& owned_mutex = node_->mutex;
       node_->destroy();
-      if (holds_) mutex.unlock();
+      if (holds_) owned_mutex.unlock();
     }
     HandlerWaiter* release() noexcept { return std::exchange(node_, nullptr); }
 
