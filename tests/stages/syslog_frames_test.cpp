@@ -1,0 +1,184 @@
+// SyslogFrameDecoder (RFC 6587): both framings on one connection, real syslog lines through every
+// chunking, oversized frames skipped to their ends with the next frame intact, broken octet
+// counts, the end of the stream, and the memory bound.
+#include "conveyor/stages/syslog_frames.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+using conveyor::stages::FrameLimits;
+using conveyor::stages::FrameRejection;
+using conveyor::stages::FrameSink;
+using conveyor::stages::SyslogFrameDecoder;
+
+// Records what the decoder delivers: "message" for a frame, "!oversized 100 <head>" or
+// "!truncated 10 <head>" for a rejection.
+class Recorder final : public FrameSink {
+ public:
+  void frame(std::string_view message) override { events.emplace_back(message); }
+  void rejected(FrameRejection why, std::string_view head, std::uint64_t length) override {
+    events.push_back(std::string(why == FrameRejection::oversized ? "!oversized " : "!truncated ") +
+                     std::to_string(length) + " " + std::string(head));
+  }
+  std::vector<std::string> events;
+};
+
+// Feeds `stream` in pieces of the given sizes (the last piece takes the rest), then finishes.
+// Checks the memory bound after every piece.
+std::vector<std::string> decode(std::string_view stream, const std::vector<std::size_t>& pieces,
+                                FrameLimits limits = {}) {
+  SyslogFrameDecoder decoder(limits);
+  Recorder sink;
+  std::size_t at = 0;
+  for (std::size_t i = 0; at < stream.size(); ++i) {
+    const std::size_t size = i < pieces.size() ? pieces[i] : stream.size() - at;
+    decoder.feed(stream.substr(at, size), sink);
+    at += std::min(size, stream.size() - at);
+    EXPECT_LE(decoder.held(), limits.max_frame_bytes + limits.dead_letter_head);
+  }
+  decoder.finish(sink);
+  return sink.events;
+}
+
+std::vector<std::string> decode_whole(std::string_view stream, FrameLimits limits = {}) {
+  return decode(stream, {}, limits);
+}
+
+std::vector<std::string> decode_bytewise(std::string_view stream, FrameLimits limits = {}) {
+  return decode(stream, std::vector<std::size_t>(stream.size(), 1), limits);
+}
+
+std::string counted(std::string_view message) {
+  return std::to_string(message.size()) + " " + std::string(message);
+}
+
+TEST(SyslogFrames, BothFramingsOnOneConnection) {
+  const std::string stream =
+      counted("<13>hello a") + "<14>line two\n" + counted("<15>third") + "<16>last\n";
+  const std::vector<std::string> expected{"<13>hello a", "<14>line two", "<15>third", "<16>last"};
+  EXPECT_EQ(decode_whole(stream), expected);
+  EXPECT_EQ(decode_bytewise(stream), expected);
+}
+
+// Every line of a real auth.log, framed alternately by count and by LF (some with CRLF), comes
+// out once and in order however the stream is cut.
+TEST(SyslogFrames, RealLinesThroughEveryChunking) {
+  std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/elastic-auth-log/auth.log");
+  ASSERT_TRUE(file);
+  std::vector<std::string> lines;
+  std::string stream;
+  for (std::string line; std::getline(file, line) && lines.size() < 2000;) {
+    if (line.empty()) continue;
+    switch (lines.size() % 3) {
+      case 0:
+        stream += counted(line);
+        break;
+      case 1:
+        stream += line + "\n";
+        break;
+      default:
+        stream += line + "\r\n";
+        break;
+    }
+    lines.push_back(line);
+  }
+  ASSERT_GT(lines.size(), 100U);
+  EXPECT_EQ(decode_whole(stream), lines);
+  EXPECT_EQ(decode_bytewise(stream), lines);
+  std::mt19937 random(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::size_t> pieces;
+    for (std::size_t total = 0; total < stream.size();) {
+      pieces.push_back(std::uniform_int_distribution<std::size_t>(1, 700)(random));
+      total += pieces.back();
+    }
+    EXPECT_EQ(decode(stream, pieces), lines) << "round " << round;
+  }
+}
+
+TEST(SyslogFrames, OversizedCountedFrameIsSkippedAndTheNextOneArrives) {
+  const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
+  const std::string stream = counted(std::string(40, 'x')) + counted("<1>next") + "<2>line\n";
+  const std::vector<std::string> expected{"!oversized 40 xxxx", "<1>next", "<2>line"};
+  EXPECT_EQ(decode_whole(stream, limits), expected);
+  EXPECT_EQ(decode_bytewise(stream, limits), expected);
+}
+
+TEST(SyslogFrames, OversizedLineIsSkippedToItsLf) {
+  const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
+  const std::string stream = "abcd" + std::string(96, 'y') + "\n<1>ok\n" + counted("<2>after");
+  const std::vector<std::string> expected{"!oversized 100 abcd", "<1>ok", "<2>after"};
+  EXPECT_EQ(decode_whole(stream, limits), expected);
+  EXPECT_EQ(decode_bytewise(stream, limits), expected);
+  EXPECT_EQ(decode(stream, {10, 3, 50}, limits), expected);
+}
+
+TEST(SyslogFrames, AFrameOfExactlyTheLimitPasses) {
+  const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
+  const std::string sixteen(16, 'z');
+  const std::string stream = counted(sixteen) + sixteen + "\n";
+  EXPECT_EQ(decode_bytewise(stream, limits), (std::vector<std::string>{sixteen, sixteen}));
+}
+
+TEST(SyslogFrames, MalformedOctetCountBreaksTheStream) {
+  SyslogFrameDecoder decoder;
+  Recorder sink;
+  EXPECT_TRUE(decoder.feed("5 <1>ab", sink));
+  EXPECT_FALSE(decoder.feed("12x <1>", sink));
+  EXPECT_TRUE(decoder.broken());
+  EXPECT_NE(decoder.error().find("0x78"), std::string::npos) << decoder.error();
+  EXPECT_NE(decoder.error().find("offset 9"), std::string::npos) << decoder.error();
+  EXPECT_FALSE(decoder.feed("<2>more\n", sink));
+  decoder.finish(sink);
+  EXPECT_EQ(sink.events, std::vector<std::string>{"<1>ab"});
+  EXPECT_EQ(decoder.held(), 0U);
+
+  SyslogFrameDecoder too_long;
+  EXPECT_FALSE(too_long.feed("12345678901 x", sink));
+  EXPECT_NE(too_long.error().find("more than 10 digits"), std::string::npos);
+}
+
+TEST(SyslogFrames, EmptyFramesAreDroppedAndCrlfTrimmed) {
+  EXPECT_EQ(decode_whole("\n\r\n<1>a\r\n\n"), std::vector<std::string>{"<1>a"});
+  // Some senders count the LF that follows the message.
+  EXPECT_EQ(decode_whole("6 <1>ab\n7 <1>ab\r\n"), (std::vector<std::string>{"<1>ab", "<1>ab"}));
+}
+
+TEST(SyslogFrames, TheEndOfTheStream) {
+  EXPECT_EQ(decode_bytewise("<1>last words"), std::vector<std::string>{"<1>last words"});
+  EXPECT_EQ(decode_bytewise("10 <1>ab"), std::vector<std::string>{"!truncated 10 <1>ab"});
+  EXPECT_EQ(decode_bytewise("12"), std::vector<std::string>{"!truncated 2 12"});
+  const FrameLimits limits{.max_frame_bytes = 4, .dead_letter_head = 2};
+  EXPECT_EQ(decode_bytewise("30 abcdefgh", limits), std::vector<std::string>{"!truncated 30 ab"});
+  EXPECT_EQ(decode_bytewise("abcdefgh", limits), std::vector<std::string>{"!oversized 8 ab"});
+}
+
+// A client that streams a huge frame of either kind costs the decoder no more than its limits.
+TEST(SyslogFrames, MemoryStaysBoundedWhateverTheClientSends) {
+  const FrameLimits limits{.max_frame_bytes = 1024, .dead_letter_head = 64};
+  SyslogFrameDecoder decoder(limits);
+  Recorder sink;
+  const std::string block(4096, 'q');
+  ASSERT_TRUE(decoder.feed("4000000000 ", sink));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(decoder.feed(block, sink));
+    ASSERT_LE(decoder.held(), limits.max_frame_bytes + limits.dead_letter_head);
+  }
+  SyslogFrameDecoder lines(limits);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(lines.feed(block, sink));
+    ASSERT_LE(lines.held(), limits.max_frame_bytes + limits.dead_letter_head);
+  }
+  EXPECT_TRUE(sink.events.empty());
+}
+
+}  // namespace
