@@ -84,8 +84,15 @@ TaskSequencer::TurnWait* TaskSequencer::next_turn() {
     --gone_;
     ++serving_;
   }
+  if (serving_ == issued_.load(std::memory_order_relaxed) && slots_.size() > initial_slots) {
+    // Nothing queued, so nothing filed: give back what a long queue, or numbers cancelled behind
+    // a long operation, made the table grow to (shrink_to_fit keeps the old storage rather than
+    // throw).
+    slots_.resize(initial_slots);
+    slots_.shrink_to_fit();
+  }
   // Not waiting yet: it starts when it waits (wait() finds its number served).
-  TurnWait* waiter = std::exchange(slots_[serving_ & mask].waiter, nullptr);
+  TurnWait* waiter = std::exchange(slots_[serving_ & (slots_.size() - 1)].waiter, nullptr);
   if (waiter == nullptr) return nullptr;
   waiter->ticket_.waiting_ = nullptr;
   waiter->ticket_.started_ = true;

@@ -189,6 +189,47 @@ TEST(AsyncMutex, AsyncLockRetryDroppedWithItsContextLeavesNoFrame) {
   });
 }
 
+// Two waiters on two contexts: the first is woken, but its context is destroyed before it runs
+// the retry. Only the first would have woken the second, so the dropped retry passes it on.
+template <class Lock>
+void dropped_retry_passes_the_wake_on(Lock lock) {
+  conveyor::testing::Watchdog watchdog;
+  AsyncMutex mutex;
+  std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
+  asio::io_context second_context;
+  bool first_ran = false;
+  bool second_ran = false;
+  {
+    asio::io_context first_context;
+    for (auto [io, ran] :
+         {std::pair{&first_context, &first_ran}, std::pair{&second_context, &second_ran}}) {
+      asio::co_spawn(
+          *io,
+          [&mutex, &lock, ran]() -> asio::awaitable<void> {
+            const AsyncMutex::Guard guard = co_await lock(mutex);
+            *ran = true;
+          },
+          asio::detached);
+      io->poll();  // waits, in this order
+    }
+    holder.reset();  // wakes the first waiter, whose retry is then dropped with its context
+  }
+  second_context.run_for(std::chrono::seconds(10));
+  EXPECT_FALSE(first_ran);
+  EXPECT_TRUE(second_ran);
+  EXPECT_FALSE(mutex.locked());
+}
+
+TEST(AsyncMutex, LockIntoAGuardDroppedRetryPassesTheWakeOn) {
+  dropped_retry_passes_the_wake_on([](AsyncMutex& mutex) { return take(mutex, Form::filled); });
+}
+
+TEST(AsyncMutex, AsyncLockDroppedRetryPassesTheWakeOn) {
+  dropped_retry_passes_the_wake_on([](AsyncMutex& mutex) -> asio::awaitable<AsyncMutex::Guard> {
+    co_return co_await mutex.async_lock(co_await asio::this_coro::executor, asio::use_awaitable);
+  });
+}
+
 // async_lock on a free mutex posts its completion with the mutex held; a context destroyed
 // before running it frees the mutex.
 TEST(AsyncMutex, AsyncLockCompletionDroppedWithItsContextUnlocks) {

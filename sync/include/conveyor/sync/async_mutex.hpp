@@ -121,6 +121,24 @@ class AsyncMutex {
   template <class Handler, class Executor>
   struct HandlerWaiter;
 
+  // Goes with a woken waiter's posted retry. Only that waiter would wake the next one, so if its
+  // executor's context destroys the retry unrun, this passes the wake-up on.
+  class WakePasser {
+   public:
+    explicit WakePasser(AsyncMutex& mutex) noexcept : mutex_(&mutex) {}
+    WakePasser(WakePasser&& other) noexcept : mutex_(std::exchange(other.mutex_, nullptr)) {}
+    WakePasser& operator=(WakePasser&&) = delete;
+    WakePasser(const WakePasser&) = delete;
+    WakePasser& operator=(const WakePasser&) = delete;
+    ~WakePasser() {
+      if (mutex_ != nullptr) mutex_->pass_wake();
+    }
+    void disarm() noexcept { mutex_ = nullptr; }
+
+   private:
+    AsyncMutex* mutex_;
+  };
+
   static constexpr std::uint32_t held = 1;
   static constexpr std::uint32_t waiting = 2;
 
@@ -138,6 +156,10 @@ class AsyncMutex {
   }
   // unlock() found the `waiting` bit: wakes the head of the list, if any.
   void wake_next() noexcept;
+  // A woken waiter dropped out: the next one is woken by this unlock, or by the holder's.
+  void pass_wake() noexcept {
+    if (try_acquire()) unlock();
+  }
 
   std::atomic<std::uint32_t> state_{0};
   std::mutex list_mutex_;  // guards the list and the `waiting` bit's changes
@@ -168,7 +190,8 @@ class AsyncMutex::LockAwaiter : private AsyncMutex::Waiter {
  private:
   static void on_wake(Waiter* waiter) {
     auto* self = static_cast<LockAwaiter*>(waiter);
-    boost::asio::post(self->executor_, [self] {
+    boost::asio::post(self->executor_, [self, passer = WakePasser(self->mutex_)]() mutable {
+      passer.disarm();
       if (self->mutex_.acquire_or_wait(*self)) {
         self->work_.reset();
         self->handle_.resume();
@@ -222,7 +245,9 @@ class AsyncMutex::LockInto : private AsyncMutex::Waiter {
   static void on_wake(Waiter* waiter) {
     auto* self = static_cast<LockInto*>(waiter);
     const detail::AwaitableExecutor executor = self->suspended_->get_executor();
-    boost::asio::post(executor, [self, suspended = self->take_suspended()]() mutable {
+    boost::asio::post(executor, [self, suspended = self->take_suspended(),
+                                 passer = WakePasser(self->mutex_)]() mutable {
+      passer.disarm();
       self->suspended_.emplace(std::move(suspended));
       if (!self->mutex_.acquire_or_wait(*self)) return;
       self->guard_ = Guard(&self->mutex_);
@@ -256,7 +281,7 @@ struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
 
   // Owns a node on its way through a posted function: a context that destroys the function
   // without running it destroys the node and its handler with it, instead of leaking them, and
-  // unlocks the mutex if the node held it for its handler.
+  // unlocks the mutex if the node held it for its handler, or else passes the wake-up on.
   class Owner {
    public:
     Owner(HandlerWaiter* node, bool holds_mutex) noexcept : node_(node), holds_(holds_mutex) {}
@@ -268,8 +293,13 @@ struct AsyncMutex::HandlerWaiter : AsyncMutex::Waiter {
     ~Owner() {
       if (node_ == nullptr) return;
       AsyncMutex& owned_mutex = node_->mutex;
-      node_->destroy();
-      if (holds_) owned_mutex.unlock();
+      // Destroyed last: the handler may own what owns the mutex.
+      [[maybe_unused]] const Handler kept = node_->destroy();
+      if (holds_) {
+        owned_mutex.unlock();
+      } else {
+        owned_mutex.pass_wake();
+      }
     }
     HandlerWaiter* release() noexcept { return std::exchange(node_, nullptr); }
 

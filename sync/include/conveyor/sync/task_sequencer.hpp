@@ -19,8 +19,9 @@
 //   awaited (or before its turn) leaves the queue the same way. (Boost 1.74, which Debian ships,
 //   has no Asio cancellation slots; they came in 1.77.)
 // - Destroying the sequencer while operations are queued is a contract violation (checked when
-//   NDEBUG is not defined). Filing a waiting operation may grow its table; that happens inside the
-//   coroutine's suspension, which cannot throw, so running out of memory there terminates.
+//   NDEBUG is not defined). Filing a waiting operation, or marking one cancelled or abandoned,
+//   may grow the table; that happens inside a suspension, a stop callback or a destructor, none
+//   of which can throw, so running out of memory there terminates.
 // Memory ordering: run() takes its number with one relaxed RMW, whose modification order is the
 // queue's order. Turns change only under one std::mutex, and a waiting operation is resumed by a
 // post (or defer) after the previous one left, so each sees all its predecessors wrote.
@@ -121,8 +122,10 @@ class TaskSequencer {
   std::atomic<std::uint64_t> issued_{0};  // numbers handed out
   mutable std::mutex mutex_;
   std::uint64_t serving_ = 0;  // the number whose turn it is
-  // By number modulo the table's size, a power of two that grows to the longest queue seen.
-  std::vector<Slot> slots_ = std::vector<Slot>(64);
+  // By number modulo the table's size, a power of two that grows with the queue, from the
+  // number served to the highest filed or gone, and shrinks back once the queue is empty.
+  static constexpr std::size_t initial_slots = 64;
+  std::vector<Slot> slots_ = std::vector<Slot>(initial_slots);
   std::size_t gone_ = 0;  // slots marked gone
 };
 
