@@ -54,10 +54,12 @@ bool SyslogFrameDecoder::feed(std::string_view bytes, FrameSink& sink) {
 void SyslogFrameDecoder::finish(FrameSink& sink) {
   switch (state_) {
     case State::line:
-      deliver(view(buffer_), sink);
+      deliver_line(view(buffer_), sink);
       break;
     case State::count:
-      sink.rejected(FrameRejection::truncated, std::to_string(count_), count_digits_);
+      sink.rejected(FrameRejection::truncated,
+                    std::string_view(std::to_string(count_)).substr(0, limits_.dead_letter_head),
+                    count_digits_);
       break;
     case State::octets:
       sink.rejected(FrameRejection::truncated,
@@ -110,7 +112,7 @@ std::string_view SyslogFrameDecoder::read_count(std::string_view bytes) {
 std::string_view SyslogFrameDecoder::read_octets(std::string_view bytes, FrameSink& sink) {
   if (buffer_.empty() && bytes.size() >= remaining_) {
     // The whole message is here: no copy.
-    deliver(bytes.substr(0, remaining_), sink);
+    deliver_counted(bytes.substr(0, remaining_), sink);
     state_ = State::frame_start;
     return bytes.substr(remaining_);
   }
@@ -118,7 +120,7 @@ std::string_view SyslogFrameDecoder::read_octets(std::string_view bytes, FrameSi
   buffer(bytes.substr(0, take));
   remaining_ -= take;
   if (remaining_ == 0) {
-    deliver(view(buffer_), sink);
+    deliver_counted(view(buffer_), sink);
     buffer_.clear();
     state_ = State::frame_start;
   }
@@ -151,10 +153,10 @@ std::string_view SyslogFrameDecoder::read_line(std::string_view bytes, FrameSink
     sink.rejected(FrameRejection::oversized, view(head_), total);
     head_.clear();
   } else if (buffer_.empty()) {
-    deliver(line, sink);
+    deliver_line(line, sink);
   } else {
     buffer(line);
-    deliver(view(buffer_), sink);
+    deliver_line(view(buffer_), sink);
   }
   buffer_.clear();
   return bytes.substr(length + 1);
@@ -182,10 +184,18 @@ std::string_view SyslogFrameDecoder::skip(std::string_view bytes, FrameSink& sin
   return bytes.substr(skip_to_lf_ ? take + 1 : take);
 }
 
-void SyslogFrameDecoder::deliver(std::string_view message, FrameSink& sink) {
-  if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
-  if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
-  if (!message.empty()) sink.frame(message);
+void SyslogFrameDecoder::deliver_line(std::string_view line, FrameSink& sink) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (!line.empty()) sink.frame(line);
+}
+
+void SyslogFrameDecoder::deliver_counted(std::string_view message, FrameSink& sink) {
+  if (!message.empty() && message.back() == '\n') {
+    message.remove_suffix(1);
+    deliver_line(message, sink);
+  } else if (!message.empty()) {
+    sink.frame(message);
+  }
 }
 
 void SyslogFrameDecoder::buffer(std::string_view bytes) {

@@ -151,12 +151,16 @@ TEST(SyslogFrames, EmptyFramesAreDroppedAndCrlfTrimmed) {
   EXPECT_EQ(decode_whole("\n\r\n<1>a\r\n\n"), std::vector<std::string>{"<1>a"});
   // Some senders count the LF that follows the message.
   EXPECT_EQ(decode_whole("6 <1>ab\n7 <1>ab\r\n"), (std::vector<std::string>{"<1>ab", "<1>ab"}));
+  // A counted message keeps a CR that no LF follows.
+  EXPECT_EQ(decode_whole("6 <1>ab\r"), std::vector<std::string>{"<1>ab\r"});
 }
 
 TEST(SyslogFrames, TheEndOfTheStream) {
   EXPECT_EQ(decode_bytewise("<1>last words"), std::vector<std::string>{"<1>last words"});
   EXPECT_EQ(decode_bytewise("10 <1>ab"), std::vector<std::string>{"!truncated 10 <1>ab"});
   EXPECT_EQ(decode_bytewise("12"), std::vector<std::string>{"!truncated 2 12"});
+  EXPECT_EQ(decode_bytewise("12", {.dead_letter_head = 1}),
+            std::vector<std::string>{"!truncated 2 1"});
   const FrameLimits limits{.max_frame_bytes = 4, .dead_letter_head = 2};
   EXPECT_EQ(decode_bytewise("30 abcdefgh", limits), std::vector<std::string>{"!truncated 30 ab"});
   EXPECT_EQ(decode_bytewise("abcdefgh", limits), std::vector<std::string>{"!oversized 8 ab"});

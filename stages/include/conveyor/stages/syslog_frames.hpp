@@ -3,7 +3,7 @@
 // mix both, as rsyslog and Vector accept:
 // - octet counting, `MSG-LEN SP MSG`, when the frame starts with a digit 1-9;
 // - otherwise non-transparent framing: the message runs to the next LF (a CR before it and empty
-//   frames are dropped).
+//   frames are dropped; the frame limit counts that CR).
 //
 //   SyslogFrameDecoder decoder({.max_frame_bytes = 64 * 1024});
 //   while (read(socket, buffer)) if (!decoder.feed(buffer, sink)) close(socket);
@@ -82,8 +82,10 @@ class SyslogFrameDecoder {
   std::string_view read_octets(std::string_view bytes, FrameSink& sink);
   std::string_view read_line(std::string_view bytes, FrameSink& sink);
   std::string_view skip(std::string_view bytes, FrameSink& sink);
-  // Hands a message to the sink without its trailing LF or CRLF; drops it if nothing is left.
-  static void deliver(std::string_view message, FrameSink& sink);
+  // Hand a message to the sink, a line without a trailing CR, a counted message without a
+  // trailing LF or CRLF; an empty one is dropped.
+  static void deliver_line(std::string_view line, FrameSink& sink);
+  static void deliver_counted(std::string_view message, FrameSink& sink);
   // Appends to buffer_, growing it at most to max_frame_bytes.
   void buffer(std::string_view bytes);
   // Starts skipping a frame of which `seen` bytes went by: `remaining` more, or up to its LF.
