@@ -79,11 +79,15 @@ TEST(AsyncMutex, TryLockAndGuard) {
   EXPECT_TRUE(mutex.try_lock());
 }
 
-// How a coroutine takes the mutex: `co_await lock()`, or `co_await lock(guard)`.
-enum class Form { returned, filled };
+// How a coroutine takes the mutex: `co_await lock()`, `co_await lock(guard)`, or
+// `co_await async_lock(executor, use_awaitable)`.
+enum class Form { returned, filled, operation };
 
 asio::awaitable<AsyncMutex::Guard> take(AsyncMutex& mutex, Form form) {
   if (form == Form::returned) co_return co_await mutex.lock();
+  if (form == Form::operation) {
+    co_return co_await mutex.async_lock(co_await asio::this_coro::executor, asio::use_awaitable);
+  }
   AsyncMutex::Guard guard;
   co_await mutex.lock(guard);
   EXPECT_TRUE(guard.owns_lock());
@@ -152,9 +156,7 @@ struct Alive {
 
 // A waiter whose retry was posted to a context that is then destroyed without running it: its
 // coroutine's frames are destroyed with the retry, not leaked, and the mutex is left free.
-// `lock(mutex)` takes the mutex inside an asio::awaitable.
-template <class Lock>
-void retry_dropped_with_its_context(Lock lock) {
+void retry_dropped_with_its_context(Form form) {
   conveyor::testing::Watchdog watchdog;
   AsyncMutex mutex;
   std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
@@ -166,7 +168,7 @@ void retry_dropped_with_its_context(Lock lock) {
         io,
         [&]() -> asio::awaitable<void> {
           const Alive alive(live);
-          const AsyncMutex::Guard guard = co_await lock(mutex);
+          const AsyncMutex::Guard guard = co_await take(mutex, form);
           ran = true;
         },
         asio::detached);
@@ -180,19 +182,16 @@ void retry_dropped_with_its_context(Lock lock) {
 }
 
 TEST(AsyncMutex, LockIntoAGuardRetryDroppedWithItsContextLeavesNoFrame) {
-  retry_dropped_with_its_context([](AsyncMutex& mutex) { return take(mutex, Form::filled); });
+  retry_dropped_with_its_context(Form::filled);
 }
 
 TEST(AsyncMutex, AsyncLockRetryDroppedWithItsContextLeavesNoFrame) {
-  retry_dropped_with_its_context([](AsyncMutex& mutex) -> asio::awaitable<AsyncMutex::Guard> {
-    co_return co_await mutex.async_lock(co_await asio::this_coro::executor, asio::use_awaitable);
-  });
+  retry_dropped_with_its_context(Form::operation);
 }
 
 // Two waiters on two contexts: the first is woken, but its context is destroyed before it runs
 // the retry. Only the first would have woken the second, so the dropped retry passes it on.
-template <class Lock>
-void dropped_retry_passes_the_wake_on(Lock lock) {
+void dropped_retry_passes_the_wake_on(Form form) {
   conveyor::testing::Watchdog watchdog;
   AsyncMutex mutex;
   std::optional<AsyncMutex::Guard> holder = mutex.try_lock();
@@ -205,8 +204,8 @@ void dropped_retry_passes_the_wake_on(Lock lock) {
          {std::pair{&first_context, &first_ran}, std::pair{&second_context, &second_ran}}) {
       asio::co_spawn(
           *io,
-          [&mutex, &lock, ran]() -> asio::awaitable<void> {
-            const AsyncMutex::Guard guard = co_await lock(mutex);
+          [&mutex, form, ran]() -> asio::awaitable<void> {
+            const AsyncMutex::Guard guard = co_await take(mutex, form);
             *ran = true;
           },
           asio::detached);
@@ -221,13 +220,11 @@ void dropped_retry_passes_the_wake_on(Lock lock) {
 }
 
 TEST(AsyncMutex, LockIntoAGuardDroppedRetryPassesTheWakeOn) {
-  dropped_retry_passes_the_wake_on([](AsyncMutex& mutex) { return take(mutex, Form::filled); });
+  dropped_retry_passes_the_wake_on(Form::filled);
 }
 
 TEST(AsyncMutex, AsyncLockDroppedRetryPassesTheWakeOn) {
-  dropped_retry_passes_the_wake_on([](AsyncMutex& mutex) -> asio::awaitable<AsyncMutex::Guard> {
-    co_return co_await mutex.async_lock(co_await asio::this_coro::executor, asio::use_awaitable);
-  });
+  dropped_retry_passes_the_wake_on(Form::operation);
 }
 
 // async_lock on a free mutex posts its completion with the mutex held; a context destroyed
