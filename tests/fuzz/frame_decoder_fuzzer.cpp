@@ -1,14 +1,15 @@
-// Fuzzes RFC 6587 framing (SyslogFrameDecoder). The first input byte sets the limits and how the
-// rest is cut into pieces; the rest is the stream. Fed whole and fed in pieces, the decoder must
-// deliver the same frames and rejections, and break (or not) the same way; no delivered message
-// may exceed the frame limit, and the bytes it holds never exceed its bound.
+// Fuzzes FrameDecoder, both framings (RFC 6587 and plain lines). The first input byte sets the
+// limits and how the rest is cut into pieces; the rest is the stream. Fed whole and fed in
+// pieces, the decoder must deliver the same frames and rejections, and break (or not) the same
+// way, plain lines never; no delivered message may exceed the frame limit, and the bytes it holds
+// never exceed its bound.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "conveyor/stages/syslog_frames.hpp"
+#include "conveyor/stages/frame_decoder.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -40,8 +41,9 @@ struct Outcome {
   std::string error;
 };
 
-Outcome decode(std::string_view stream, const FrameLimits& limits, std::uint8_t cut) {
-  SyslogFrameDecoder decoder(limits);
+Outcome decode(std::string_view stream, const FrameLimits& limits, Framing framing,
+               std::uint8_t cut) {
+  FrameDecoder decoder(limits, framing);
   Recorder sink(limits.max_frame_bytes);
   std::uint32_t state = cut;
   std::size_t at = 0;
@@ -68,10 +70,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const FrameLimits limits{.max_frame_bytes = 1 + (setting & 63U) * 4,
                            .dead_letter_head = static_cast<std::size_t>(setting >> 6) * 5};
   const std::string_view stream(reinterpret_cast<const char*>(data + 1), size - 1);
-  const Outcome whole = decode(stream, limits, 0);
-  const Outcome pieces = decode(stream, limits, static_cast<std::uint8_t>(setting | 1U));
-  check(whole.events == pieces.events, "pieces decode differently from the whole");
-  check(whole.broken == pieces.broken && whole.error == pieces.error,
-        "pieces break differently from the whole");
+  for (const Framing framing : {Framing::rfc6587, Framing::lines}) {
+    const Outcome whole = decode(stream, limits, framing, 0);
+    const Outcome pieces = decode(stream, limits, framing, static_cast<std::uint8_t>(setting | 1U));
+    check(whole.events == pieces.events, "pieces decode differently from the whole");
+    check(whole.broken == pieces.broken && whole.error == pieces.error,
+          "pieces break differently from the whole");
+    check(framing == Framing::rfc6587 || !whole.broken, "plain lines broke the stream");
+  }
   return 0;
 }

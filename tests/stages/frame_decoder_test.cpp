@@ -1,7 +1,7 @@
-// SyslogFrameDecoder (RFC 6587): both framings on one connection, real syslog lines through every
+// FrameDecoder (RFC 6587): both framings on one connection, real syslog lines through every
 // chunking, oversized frames skipped to their ends with the next frame intact, broken octet
 // counts, the end of the stream, and the memory bound.
-#include "conveyor/stages/syslog_frames.hpp"
+#include "conveyor/stages/frame_decoder.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,10 +15,11 @@
 
 namespace {
 
+using conveyor::stages::FrameDecoder;
 using conveyor::stages::FrameLimits;
 using conveyor::stages::FrameRejection;
 using conveyor::stages::FrameSink;
-using conveyor::stages::SyslogFrameDecoder;
+using conveyor::stages::Framing;
 
 // Records what the decoder delivers: "message" for a frame, "!oversized 100 <head>" or
 // "!truncated 10 <head>" for a rejection.
@@ -35,8 +36,8 @@ class Recorder final : public FrameSink {
 // Feeds `stream` in pieces of the given sizes (the last piece takes the rest), then finishes.
 // Checks the memory bound after every piece.
 std::vector<std::string> decode(std::string_view stream, const std::vector<std::size_t>& pieces,
-                                FrameLimits limits = {}) {
-  SyslogFrameDecoder decoder(limits);
+                                FrameLimits limits = {}, Framing framing = Framing::rfc6587) {
+  FrameDecoder decoder(limits, framing);
   Recorder sink;
   std::size_t at = 0;
   for (std::size_t i = 0; at < stream.size(); ++i) {
@@ -61,7 +62,7 @@ std::string counted(std::string_view message) {
   return std::to_string(message.size()) + " " + std::string(message);
 }
 
-TEST(SyslogFrames, BothFramingsOnOneConnection) {
+TEST(FrameDecoder, BothFramingsOnOneConnection) {
   const std::string stream =
       counted("<13>hello a") + "<14>line two\n" + counted("<15>third") + "<16>last\n";
   const std::vector<std::string> expected{"<13>hello a", "<14>line two", "<15>third", "<16>last"};
@@ -71,7 +72,7 @@ TEST(SyslogFrames, BothFramingsOnOneConnection) {
 
 // Every line of a real auth.log, framed alternately by count and by LF (some with CRLF), comes
 // out once and in order however the stream is cut.
-TEST(SyslogFrames, RealLinesThroughEveryChunking) {
+TEST(FrameDecoder, RealLinesThroughEveryChunking) {
   std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/elastic-auth-log/auth.log");
   ASSERT_TRUE(file);
   std::vector<std::string> lines;
@@ -105,7 +106,34 @@ TEST(SyslogFrames, RealLinesThroughEveryChunking) {
   }
 }
 
-TEST(SyslogFrames, OversizedCountedFrameIsSkippedAndTheNextOneArrives) {
+// Plain lines in any format: those of a real access log start with digits, which octet counting
+// would take for counts.
+TEST(FrameDecoder, PlainLinesThatStartWithDigits) {
+  std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/elastic-apache-combined/apache_logs");
+  ASSERT_TRUE(file);
+  std::vector<std::string> lines;
+  std::string stream;
+  for (std::string line; std::getline(file, line) && lines.size() < 2000;) {
+    if (line.empty()) continue;
+    stream += line + (lines.size() % 2 == 0 ? "\n" : "\r\n");
+    lines.push_back(line);
+  }
+  ASSERT_GT(lines.size(), 100U);
+  ASSERT_TRUE(lines.front().front() >= '1' && lines.front().front() <= '9');
+  EXPECT_EQ(decode(stream, {}, {}, Framing::lines), lines);
+  EXPECT_EQ(decode(stream, std::vector<std::size_t>(stream.size(), 1), {}, Framing::lines), lines);
+  std::mt19937 random(11);
+  std::vector<std::size_t> pieces;
+  for (std::size_t total = 0; total < stream.size();) {
+    pieces.push_back(std::uniform_int_distribution<std::size_t>(1, 700)(random));
+    total += pieces.back();
+  }
+  EXPECT_EQ(decode(stream, pieces, {}, Framing::lines), lines);
+  EXPECT_EQ(decode("12 abc\n3x\n", {}, {}, Framing::lines),
+            (std::vector<std::string>{"12 abc", "3x"}));
+}
+
+TEST(FrameDecoder, OversizedCountedFrameIsSkippedAndTheNextOneArrives) {
   const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
   const std::string stream = counted(std::string(40, 'x')) + counted("<1>next") + "<2>line\n";
   const std::vector<std::string> expected{"!oversized 40 xxxx", "<1>next", "<2>line"};
@@ -113,7 +141,7 @@ TEST(SyslogFrames, OversizedCountedFrameIsSkippedAndTheNextOneArrives) {
   EXPECT_EQ(decode_bytewise(stream, limits), expected);
 }
 
-TEST(SyslogFrames, OversizedLineIsSkippedToItsLf) {
+TEST(FrameDecoder, OversizedLineIsSkippedToItsLf) {
   const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
   const std::string stream = "abcd" + std::string(96, 'y') + "\n<1>ok\n" + counted("<2>after");
   const std::vector<std::string> expected{"!oversized 100 abcd", "<1>ok", "<2>after"};
@@ -122,15 +150,15 @@ TEST(SyslogFrames, OversizedLineIsSkippedToItsLf) {
   EXPECT_EQ(decode(stream, {10, 3, 50}, limits), expected);
 }
 
-TEST(SyslogFrames, AFrameOfExactlyTheLimitPasses) {
+TEST(FrameDecoder, AFrameOfExactlyTheLimitPasses) {
   const FrameLimits limits{.max_frame_bytes = 16, .dead_letter_head = 4};
   const std::string sixteen(16, 'z');
   const std::string stream = counted(sixteen) + sixteen + "\n";
   EXPECT_EQ(decode_bytewise(stream, limits), (std::vector<std::string>{sixteen, sixteen}));
 }
 
-TEST(SyslogFrames, MalformedOctetCountBreaksTheStream) {
-  SyslogFrameDecoder decoder;
+TEST(FrameDecoder, MalformedOctetCountBreaksTheStream) {
+  FrameDecoder decoder;
   Recorder sink;
   EXPECT_TRUE(decoder.feed("5 <1>ab", sink));
   EXPECT_FALSE(decoder.feed("12x <1>", sink));
@@ -142,12 +170,12 @@ TEST(SyslogFrames, MalformedOctetCountBreaksTheStream) {
   EXPECT_EQ(sink.events, std::vector<std::string>{"<1>ab"});
   EXPECT_EQ(decoder.held(), 0U);
 
-  SyslogFrameDecoder too_long;
+  FrameDecoder too_long;
   EXPECT_FALSE(too_long.feed("12345678901 x", sink));
   EXPECT_NE(too_long.error().find("more than 10 digits"), std::string::npos);
 }
 
-TEST(SyslogFrames, EmptyFramesAreDroppedAndCrlfTrimmed) {
+TEST(FrameDecoder, EmptyFramesAreDroppedAndCrlfTrimmed) {
   EXPECT_EQ(decode_whole("\n\r\n<1>a\r\n\n"), std::vector<std::string>{"<1>a"});
   // Some senders count the LF that follows the message.
   EXPECT_EQ(decode_whole("6 <1>ab\n7 <1>ab\r\n"), (std::vector<std::string>{"<1>ab", "<1>ab"}));
@@ -155,7 +183,7 @@ TEST(SyslogFrames, EmptyFramesAreDroppedAndCrlfTrimmed) {
   EXPECT_EQ(decode_whole("6 <1>ab\r"), std::vector<std::string>{"<1>ab\r"});
 }
 
-TEST(SyslogFrames, TheEndOfTheStream) {
+TEST(FrameDecoder, TheEndOfTheStream) {
   EXPECT_EQ(decode_bytewise("<1>last words"), std::vector<std::string>{"<1>last words"});
   EXPECT_EQ(decode_bytewise("10 <1>ab"), std::vector<std::string>{"!truncated 10 <1>ab"});
   EXPECT_EQ(decode_bytewise("12"), std::vector<std::string>{"!truncated 2 12"});
@@ -167,9 +195,9 @@ TEST(SyslogFrames, TheEndOfTheStream) {
 }
 
 // A client that streams a huge frame of either kind costs the decoder no more than its limits.
-TEST(SyslogFrames, MemoryStaysBoundedWhateverTheClientSends) {
+TEST(FrameDecoder, MemoryStaysBoundedWhateverTheClientSends) {
   const FrameLimits limits{.max_frame_bytes = 1024, .dead_letter_head = 64};
-  SyslogFrameDecoder decoder(limits);
+  FrameDecoder decoder(limits);
   Recorder sink;
   const std::string block(4096, 'q');
   ASSERT_TRUE(decoder.feed("4000000000 ", sink));
@@ -177,7 +205,7 @@ TEST(SyslogFrames, MemoryStaysBoundedWhateverTheClientSends) {
     ASSERT_TRUE(decoder.feed(block, sink));
     ASSERT_LE(decoder.held(), limits.max_frame_bytes + limits.dead_letter_head);
   }
-  SyslogFrameDecoder lines(limits);
+  FrameDecoder lines(limits);
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(lines.feed(block, sink));
     ASSERT_LE(lines.held(), limits.max_frame_bytes + limits.dead_letter_head);

@@ -1,11 +1,13 @@
-// SyslogFrameDecoder: splits a byte stream from one syslog-over-TCP connection into messages
-// (RFC 6587). Each frame is framed its own way, decided by its first byte, so one connection may
-// mix both, as rsyslog and Vector accept:
-// - octet counting, `MSG-LEN SP MSG`, when the frame starts with a digit 1-9;
-// - otherwise non-transparent framing: the message runs to the next LF (a CR before it and empty
-//   frames are dropped; the frame limit counts that CR).
+// FrameDecoder: splits the byte stream of one TCP connection into messages. Two framings:
+// - Framing::rfc6587, syslog over TCP (RFC 6587). Each frame is framed its own way, decided by its
+//   first byte, so one connection may mix both, as rsyslog and Vector accept:
+//   - octet counting, `MSG-LEN SP MSG`, when the frame starts with a digit 1-9;
+//   - otherwise non-transparent framing: the message runs to the next LF (a CR before it and
+//     empty frames are dropped; the frame limit counts that CR).
+// - Framing::lines, plain lines in any format (access logs start with digits): every frame runs
+//   to the next LF, as non-transparent frames do.
 //
-//   SyslogFrameDecoder decoder({.max_frame_bytes = 64 * 1024});
+//   FrameDecoder decoder({.max_frame_bytes = 64 * 1024});
 //   while (read(socket, buffer)) if (!decoder.feed(buffer, sink)) close(socket);
 //   decoder.finish(sink);   // at the end of the stream
 //
@@ -15,8 +17,8 @@
 //   and its full length: a frame over `max_frame_bytes` is skipped to its end without buffering
 //   it, and decoding goes on with the next frame. A counted message's trailing LF (or CRLF),
 //   which some senders count, is dropped as a line's is.
-// - A malformed octet count (a digit run not ended by a space, or over 10 digits) breaks the
-//   stream: framing is lost, so `feed` returns false, `error()` says why, and every later call
+// - rfc6587: a malformed octet count (a digit run not ended by a space, or over 10 digits) breaks
+//   the stream: framing is lost, so `feed` returns false, `error()` says why, and every later call
 //   does nothing. The caller closes the connection.
 // - `finish` ends the stream: an unterminated final line is a message; a frame cut short by the
 //   end is rejected as truncated.
@@ -38,6 +40,11 @@ struct FrameLimits {
   std::size_t dead_letter_head = 256;  // bytes of a rejected frame kept for its dead letter
 };
 
+enum class Framing {
+  rfc6587,  // syslog over TCP: octet-counted or LF-terminated, per frame
+  lines,    // LF-terminated only
+};
+
 enum class FrameRejection {
   oversized,  // longer than max_frame_bytes
   truncated,  // the stream ended inside it
@@ -53,9 +60,9 @@ class FrameSink {
   ~FrameSink() = default;
 };
 
-class SyslogFrameDecoder {
+class FrameDecoder {
  public:
-  explicit SyslogFrameDecoder(FrameLimits limits = {});
+  explicit FrameDecoder(FrameLimits limits = {}, Framing framing = Framing::rfc6587);
 
   // False once the stream is broken (see error()).
   bool feed(std::string_view bytes, FrameSink& sink);
@@ -94,6 +101,7 @@ class SyslogFrameDecoder {
   void fail(std::string what);
 
   FrameLimits limits_;
+  Framing framing_;
   State state_ = State::frame_start;
   std::uint64_t offset_ = 0;  // of the next byte in the stream
   std::uint64_t count_ = 0;   // the octet count being read, or the counted frame's length

@@ -1,4 +1,4 @@
-#include "conveyor/stages/syslog_frames.hpp"
+#include "conveyor/stages/frame_decoder.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -14,15 +14,16 @@ std::string_view view(const std::vector<char>& bytes) {
 
 }  // namespace
 
-SyslogFrameDecoder::SyslogFrameDecoder(FrameLimits limits) : limits_(limits) {}
+FrameDecoder::FrameDecoder(FrameLimits limits, Framing framing)
+    : limits_(limits), framing_(framing) {}
 
-bool SyslogFrameDecoder::feed(std::string_view bytes, FrameSink& sink) {
+bool FrameDecoder::feed(std::string_view bytes, FrameSink& sink) {
   while (!bytes.empty() && state_ != State::broken) {
     const std::size_t before = bytes.size();
     switch (state_) {
       case State::frame_start: {
         const char first = bytes.front();
-        if (first >= '1' && first <= '9') {
+        if (framing_ == Framing::rfc6587 && first >= '1' && first <= '9') {
           state_ = State::count;
           count_ = 0;
           count_digits_ = 0;
@@ -51,7 +52,7 @@ bool SyslogFrameDecoder::feed(std::string_view bytes, FrameSink& sink) {
   return state_ != State::broken;
 }
 
-void SyslogFrameDecoder::finish(FrameSink& sink) {
+void FrameDecoder::finish(FrameSink& sink) {
   switch (state_) {
     case State::line:
       deliver_line(view(buffer_), sink);
@@ -79,7 +80,7 @@ void SyslogFrameDecoder::finish(FrameSink& sink) {
   state_ = State::frame_start;
 }
 
-std::string_view SyslogFrameDecoder::read_count(std::string_view bytes) {
+std::string_view FrameDecoder::read_count(std::string_view bytes) {
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     const char c = bytes[i];
     if (c == ' ') {
@@ -109,7 +110,7 @@ std::string_view SyslogFrameDecoder::read_count(std::string_view bytes) {
   return {};
 }
 
-std::string_view SyslogFrameDecoder::read_octets(std::string_view bytes, FrameSink& sink) {
+std::string_view FrameDecoder::read_octets(std::string_view bytes, FrameSink& sink) {
   if (buffer_.empty() && bytes.size() >= remaining_) {
     // The whole message is here: no copy.
     deliver_counted(bytes.substr(0, remaining_), sink);
@@ -127,7 +128,7 @@ std::string_view SyslogFrameDecoder::read_octets(std::string_view bytes, FrameSi
   return bytes.substr(take);
 }
 
-std::string_view SyslogFrameDecoder::read_line(std::string_view bytes, FrameSink& sink) {
+std::string_view FrameDecoder::read_line(std::string_view bytes, FrameSink& sink) {
   const auto* lf = static_cast<const char*>(std::memchr(bytes.data(), '\n', bytes.size()));
   if (lf == nullptr) {
     const std::uint64_t seen = buffer_.size() + bytes.size();
@@ -162,7 +163,7 @@ std::string_view SyslogFrameDecoder::read_line(std::string_view bytes, FrameSink
   return bytes.substr(length + 1);
 }
 
-std::string_view SyslogFrameDecoder::skip(std::string_view bytes, FrameSink& sink) {
+std::string_view FrameDecoder::skip(std::string_view bytes, FrameSink& sink) {
   std::size_t take = 0;
   bool ended = false;
   if (skip_to_lf_) {
@@ -184,12 +185,12 @@ std::string_view SyslogFrameDecoder::skip(std::string_view bytes, FrameSink& sin
   return bytes.substr(skip_to_lf_ ? take + 1 : take);
 }
 
-void SyslogFrameDecoder::deliver_line(std::string_view line, FrameSink& sink) {
+void FrameDecoder::deliver_line(std::string_view line, FrameSink& sink) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   if (!line.empty()) sink.frame(line);
 }
 
-void SyslogFrameDecoder::deliver_counted(std::string_view message, FrameSink& sink) {
+void FrameDecoder::deliver_counted(std::string_view message, FrameSink& sink) {
   if (!message.empty() && message.back() == '\n') {
     message.remove_suffix(1);
     deliver_line(message, sink);
@@ -198,7 +199,7 @@ void SyslogFrameDecoder::deliver_counted(std::string_view message, FrameSink& si
   }
 }
 
-void SyslogFrameDecoder::buffer(std::string_view bytes) {
+void FrameDecoder::buffer(std::string_view bytes) {
   const std::size_t needed = buffer_.size() + bytes.size();
   if (needed > buffer_.capacity()) {
     // Doubling, but never past the largest frame (vector::reserve takes exactly what it is asked).
@@ -207,7 +208,7 @@ void SyslogFrameDecoder::buffer(std::string_view bytes) {
   buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
 }
 
-void SyslogFrameDecoder::start_skip(std::uint64_t seen, std::uint64_t remaining, bool to_lf) {
+void FrameDecoder::start_skip(std::uint64_t seen, std::uint64_t remaining, bool to_lf) {
   head_.clear();
   skipped_ = seen;
   remaining_ = remaining;
@@ -215,7 +216,7 @@ void SyslogFrameDecoder::start_skip(std::uint64_t seen, std::uint64_t remaining,
   state_ = State::skip;
 }
 
-void SyslogFrameDecoder::keep_head(std::string_view bytes) {
+void FrameDecoder::keep_head(std::string_view bytes) {
   if (head_.capacity() < limits_.dead_letter_head) head_.reserve(limits_.dead_letter_head);
   const std::size_t room =
       limits_.dead_letter_head - std::min(head_.size(), limits_.dead_letter_head);
@@ -223,7 +224,7 @@ void SyslogFrameDecoder::keep_head(std::string_view bytes) {
   head_.insert(head_.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(take));
 }
 
-void SyslogFrameDecoder::fail(std::string what) {
+void FrameDecoder::fail(std::string what) {
   error_ = std::move(what);
   state_ = State::broken;
   buffer_ = {};
