@@ -10,6 +10,7 @@
 
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "ratio_reporter.hpp"
@@ -29,6 +30,13 @@ inline benchmark::ConsoleReporter::OutputOptions console_options(
     if (value == "true" || value == "yes" || value == "1") colour = true;
   }
   return colour ? benchmark::ConsoleReporter::OO_Defaults : benchmark::ConsoleReporter::OO_Tabular;
+}
+
+// Until a process first starts a thread, glibc's std::mutex takes a single-threaded shortcut
+// without an atomic instruction, so uncontended lock peers would be measured in a state that no
+// program which needs a lock is in. One thread, joined at once, ends that state for good.
+inline void end_single_threaded_state() {
+  std::jthread([] {}).join();
 }
 
 // Registers the benchmarks (`register_benchmarks()`), runs them and prints the ratios of

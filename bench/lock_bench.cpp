@@ -396,9 +396,6 @@ std::vector<Comparison> comparisons() {
 
 int main(int argc, char** argv) {
   using namespace conveyor::bench;
-  // Until a process first starts a thread, glibc's std::mutex takes a single-threaded shortcut
-  // without an atomic instruction, so the uncontended peers would be measured in a state that no
-  // program which needs a lock is in. One thread, joined at once, ends that state for good.
-  std::jthread([] {}).join();
+  end_single_threaded_state();
   return run_benchmarks(argc, argv, register_benchmarks, comparisons);
 }
