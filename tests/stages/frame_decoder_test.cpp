@@ -70,65 +70,54 @@ TEST(FrameDecoder, BothFramingsOnOneConnection) {
   EXPECT_EQ(decode_bytewise(stream), expected);
 }
 
-// Every line of a real auth.log, framed alternately by count and by LF (some with CRLF), comes
-// out once and in order however the stream is cut.
-TEST(FrameDecoder, RealLinesThroughEveryChunking) {
-  std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/elastic-auth-log/auth.log");
-  ASSERT_TRUE(file);
+// The first 2,000 non-empty lines of a log in tests/data/logs.
+std::vector<std::string> real_lines(const std::string& path) {
+  std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/" + path);
+  EXPECT_TRUE(file) << path;
   std::vector<std::string> lines;
-  std::string stream;
   for (std::string line; std::getline(file, line) && lines.size() < 2000;) {
-    if (line.empty()) continue;
-    switch (lines.size() % 3) {
-      case 0:
-        stream += counted(line);
-        break;
-      case 1:
-        stream += line + "\n";
-        break;
-      default:
-        stream += line + "\r\n";
-        break;
-    }
-    lines.push_back(line);
+    if (!line.empty()) lines.push_back(line);
   }
-  ASSERT_GT(lines.size(), 100U);
-  EXPECT_EQ(decode_whole(stream), lines);
-  EXPECT_EQ(decode_bytewise(stream), lines);
-  std::mt19937 random(7);
+  EXPECT_GT(lines.size(), 100U) << path;
+  return lines;
+}
+
+// `stream` decodes to `lines` fed whole, byte by byte, and cut at random 20 ways.
+void expect_every_chunking(const std::string& stream, const std::vector<std::string>& lines,
+                           Framing framing, unsigned seed) {
+  EXPECT_EQ(decode(stream, {}, {}, framing), lines);
+  EXPECT_EQ(decode(stream, std::vector<std::size_t>(stream.size(), 1), {}, framing), lines);
+  std::mt19937 random(seed);
   for (int round = 0; round < 20; ++round) {
     std::vector<std::size_t> pieces;
     for (std::size_t total = 0; total < stream.size();) {
       pieces.push_back(std::uniform_int_distribution<std::size_t>(1, 700)(random));
       total += pieces.back();
     }
-    EXPECT_EQ(decode(stream, pieces), lines) << "round " << round;
+    EXPECT_EQ(decode(stream, pieces, {}, framing), lines) << "round " << round;
   }
+}
+
+// Every line of a real auth.log, framed alternately by count and by LF (some with CRLF), comes
+// out once and in order however the stream is cut.
+TEST(FrameDecoder, RealLinesThroughEveryChunking) {
+  const std::vector<std::string> lines = real_lines("elastic-auth-log/auth.log");
+  std::string stream;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    stream += i % 3 == 0 ? counted(lines[i]) : lines[i] + (i % 3 == 1 ? "\n" : "\r\n");
+  }
+  expect_every_chunking(stream, lines, Framing::rfc6587, 7);
 }
 
 // Plain lines in any format: those of a real access log start with digits, which octet counting
 // would take for counts.
 TEST(FrameDecoder, PlainLinesThatStartWithDigits) {
-  std::ifstream file(std::string(CONVEYOR_LOG_DATA) + "/elastic-apache-combined/apache_logs");
-  ASSERT_TRUE(file);
-  std::vector<std::string> lines;
-  std::string stream;
-  for (std::string line; std::getline(file, line) && lines.size() < 2000;) {
-    if (line.empty()) continue;
-    stream += line + (lines.size() % 2 == 0 ? "\n" : "\r\n");
-    lines.push_back(line);
-  }
-  ASSERT_GT(lines.size(), 100U);
+  const std::vector<std::string> lines = real_lines("elastic-apache-combined/apache_logs");
   ASSERT_TRUE(lines.front().front() >= '1' && lines.front().front() <= '9');
-  EXPECT_EQ(decode(stream, {}, {}, Framing::lines), lines);
-  EXPECT_EQ(decode(stream, std::vector<std::size_t>(stream.size(), 1), {}, Framing::lines), lines);
-  std::mt19937 random(11);
-  std::vector<std::size_t> pieces;
-  for (std::size_t total = 0; total < stream.size();) {
-    pieces.push_back(std::uniform_int_distribution<std::size_t>(1, 700)(random));
-    total += pieces.back();
-  }
-  EXPECT_EQ(decode(stream, pieces, {}, Framing::lines), lines);
+  std::string stream;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    stream += lines[i] + (i % 2 == 0 ? "\n" : "\r\n");
+  expect_every_chunking(stream, lines, Framing::lines, 11);
   EXPECT_EQ(decode("12 abc\n3x\n", {}, {}, Framing::lines),
             (std::vector<std::string>{"12 abc", "3x"}));
 }
