@@ -4,6 +4,7 @@
 #include <typeindex>
 
 #include "conveyor/framework/detail/node.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 
@@ -24,6 +25,17 @@ void Instance::run_worker(std::size_t worker) noexcept {
     counters.errors.add(1);
     control.fail(std::current_exception());
   }
+}
+
+std::unique_ptr<FusedStep> Instance::fused_step(WorkerContext& /*context*/,
+                                                std::size_t /*worker*/) {
+  CONVEYOR_CONTRACT(false, "Instance::fused_step: this node cannot be fused");
+  return nullptr;
+}
+
+void Instance::fail_fused(WorkerContext& context, WorkerCounters& counters) noexcept {
+  counters.errors.add(1);
+  context.control().fail(std::current_exception());
 }
 
 void check_input_options(const NodeBase& node, const std::type_info& item, bool item_copyable) {

@@ -7,9 +7,14 @@
 
 namespace conveyor::detail {
 
-OutLanes::OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*> rings,
-                   std::vector<Doorbell*> consumers, WindowGate* gate)
-    : worker_(worker), rings_(std::move(rings)), consumers_(std::move(consumers)), gate_(gate) {
+OutLanes::OutLanes(WorkerContext& worker, WorkerCounters& counters,
+                   std::vector<sync::detail::RingIndices*> rings, std::vector<Doorbell*> consumers,
+                   WindowGate* gate)
+    : worker_(worker),
+      counters_(counters),
+      rings_(std::move(rings)),
+      consumers_(std::move(consumers)),
+      gate_(gate) {
   CONVEYOR_CONTRACT(!rings_.empty() && rings_.size() == consumers_.size(),
                     "OutPort: one lane and one doorbell per consumer worker");
   wakes_.reserve(rings_.size());
@@ -19,8 +24,11 @@ OutLanes::OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*
       {this, [](const void* self) { static_cast<const OutLanes*>(self)->recheck(); }});
 }
 
+OutLanes::OutLanes(WorkerContext& worker, WorkerCounters& counters) noexcept
+    : worker_(worker), counters_(counters), gate_(nullptr) {}
+
 OutLanes::~OutLanes() {
-  worker_.remove_recheck(this);
+  if (!rings_.empty()) worker_.remove_recheck(this);
 }
 
 std::size_t OutLanes::least_loaded() const {
@@ -30,7 +38,7 @@ std::size_t OutLanes::least_loaded() const {
 bool OutLanes::wait_for_least_loaded() {
   return worker_.wait(
       WaitReason::space, [this] { return least_loaded() < rings_.size(); }, [] {},
-      worker_.counters().blocked_push_ticks);
+      counters_.blocked_push_ticks);
 }
 
 void OutLanes::close_lanes() {

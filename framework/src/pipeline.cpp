@@ -1,5 +1,5 @@
-// Pipeline: planning (workers, ordering runs, windows), wiring, launching on an executor, and the
-// supervisor that carries out stop and abort requests.
+// Pipeline: planning (workers, fusion, ordering runs, windows), wiring, launching on an executor,
+// and the supervisor that carries out stop and abort requests.
 #include "conveyor/framework/pipeline.hpp"
 
 #include <oneapi/tbb/global_control.h>
@@ -86,6 +86,29 @@ class ArenaLauncher final : public Launcher {
   std::shared_ptr<std::latch> done_;
 };
 
+// Why `node` cannot run on the workers of `before`'s fused group (`workers` of them, emitting in
+// source order if `ordered`); empty if it can.
+std::string fusion_obstacle(const NodeBase& before, const NodeBase& node, std::size_t workers,
+                            bool ordered) {
+  if (before.asynchronous() || node.asynchronous()) {
+    return "asynchronous stages run their coroutines from workers of their own";
+  }
+  const Dispatch::Kind dispatch = node.options().dispatch.kind();
+  if (dispatch == Dispatch::Kind::by_key || dispatch == Dispatch::Kind::broadcast) {
+    return "its dispatch decides which worker takes each item";
+  }
+  if (node.mode() != Mode::parallel && workers > 1) {
+    return "a serial stage cannot run on " + std::to_string(workers) + " workers";
+  }
+  if (node.mode() == Mode::serial_in_order && !ordered) {
+    return "its items would not arrive in order";
+  }
+  if (node.mode() == Mode::parallel && workers > 1 && !node.copyable()) {
+    return "several workers need copyable stage code";
+  }
+  return {};
+}
+
 }  // namespace
 
 struct Runtime {
@@ -94,14 +117,18 @@ struct Runtime {
   std::unique_ptr<IoPool> io;
   std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
   std::vector<std::vector<std::unique_ptr<DeferredWakes>>> owed;  // per node, per worker
-  std::vector<std::unique_ptr<EdgeBase>> edges;                   // edges[i]: node i -> i+1
+  // edges[i]: node i -> i+1; null where node i+1 is fused into node i.
+  std::vector<std::unique_ptr<EdgeBase>> edges;
+  // heads[i]: the first node of node i's fused group, whose workers run it (i if not fused).
+  std::vector<std::size_t> heads;
   std::vector<std::unique_ptr<WindowGate>> gates;
   std::vector<std::unique_ptr<Instance>> instances;
   std::unique_ptr<Launcher> launcher;
 
+  // The doorbells of the workers that run node `node`.
   [[nodiscard]] std::vector<Doorbell*> bells_of(std::size_t node) const {
     std::vector<Doorbell*> bells;
-    for (const auto& bell : doorbells[node])
+    for (const auto& bell : doorbells[heads[node]])
       bells.push_back(bell.get());
     return bells;
   }
@@ -173,8 +200,46 @@ void Pipeline::plan() {
     }
     node.prepare(workers);
   }
+  fuse();
   for (const auto& node : nodes_)
     node->check_options();
+}
+
+void Pipeline::fuse() {
+  using detail::NodeBase;
+  std::size_t total = 0;
+  for (const auto& node : nodes_)
+    total += node->workers();
+  const std::size_t hardware = std::max(1U, std::thread::hardware_concurrency());
+  // The group that ends at the node before: its workers, and whether it emits in source order
+  // (one worker, and a sequencer in it).
+  std::size_t workers = nodes_.front()->workers();
+  bool ordered = nodes_.front()->sequencer();
+  for (std::size_t i = 1; i < nodes_.size(); ++i) {
+    NodeBase& node = *nodes_[i];
+    const NodeBase& before = *nodes_[i - 1];
+    bool fused = false;
+    if (node.options().fuse != Fuse::never) {
+      const std::string obstacle = detail::fusion_obstacle(before, node, workers, ordered);
+      if (node.options().fuse == Fuse::always) {
+        if (!obstacle.empty()) {
+          throw std::invalid_argument("stage '" + node.name() + "': cannot be fused into '" +
+                                      before.name() + "': " + obstacle);
+        }
+        fused = true;
+      } else {
+        fused = obstacle.empty() && node.mode() == Mode::parallel &&
+                before.mode() == Mode::parallel && node.workers() == workers && total > hardware;
+      }
+    }
+    if (fused) {
+      node.fuse(workers);
+      ordered = ordered || node.sequencer();
+    } else {
+      workers = node.workers();
+      ordered = node.sequencer();
+    }
+  }
 }
 
 void Pipeline::start() {
@@ -187,10 +252,25 @@ void Pipeline::start() {
   auto runtime = std::make_unique<detail::Runtime>();
   const bool cooperative = options_.executor.kind() == Executor::Kind::tbb_arena;
 
+  // Fused groups: heads[i] is the group's first node, tails[i] its last, and numbers[i] whether a
+  // node of the group up to i numbers its items (a sequencer), so the group's port does.
+  auto fused = [&](std::size_t i) { return nodes_[i]->fused(); };
+  runtime->heads.resize(count);
+  std::vector<std::size_t> tails(count);
+  std::vector<bool> numbers(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    runtime->heads[i] = fused(i) ? runtime->heads[i - 1] : i;
+    numbers[i] = nodes_[i]->sequencer() || (fused(i) && numbers[i - 1]);
+  }
+  for (std::size_t i = count; i-- > 0;) {
+    tails[i] = i + 1 < count && fused(i + 1) ? tails[i + 1] : i;
+  }
+
   std::size_t total_workers = 0;
   runtime->doorbells.resize(count);
   runtime->owed.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
+    if (fused(i)) continue;
     for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
       runtime->doorbells[i].push_back(std::make_unique<sync::Doorbell>(cooperative));
       runtime->owed[i].push_back(std::make_unique<sync::DeferredWakes>());
@@ -198,12 +278,15 @@ void Pipeline::start() {
     total_workers += nodes_[i]->workers();
   }
 
-  // Which edges an in-order stage reads (ordered_in[i]: the edge into node i).
+  // Which edges an in-order stage reads (ordered_in[i]: the edge into node i). A group with a
+  // sequencer starts with one (fuse()), so only its first node decides.
   std::vector<bool> ordered_in(count, false);
   for (std::size_t i = count - 1; i >= 1; --i) {
+    if (fused(i)) continue;
     const detail::NodeBase& node = *nodes_[i];
+    const std::size_t after = tails[i] + 1;
     ordered_in[i] = node.mode() == Mode::serial_in_order ||
-                    (!node.sequencer() && i + 1 < count && ordered_in[i + 1]);
+                    (!node.sequencer() && after < count && ordered_in[after]);
     if (ordered_in[i] && node.mode() != Mode::serial_in_order &&
         node.options().dispatch.kind() == Dispatch::Kind::broadcast && node.workers() > 1) {
       throw std::invalid_argument("stage '" + node.name() +
@@ -214,35 +297,47 @@ void Pipeline::start() {
 
   std::vector<detail::Wiring> wirings(count);
   for (std::size_t i = 0; i + 1 < count; ++i) {
+    // The tagging of the edge out of the group, for every port of the group.
+    const std::size_t tail = tails[i];
+    if (tail + 1 < count) {
+      wirings[i].output_tagging = !ordered_in[tail + 1] ? detail::Tagging::none
+                                  : numbers[tail]       ? detail::Tagging::sequencer
+                                                        : detail::Tagging::forward;
+    }
+    if (fused(i + 1)) {
+      runtime->edges.push_back(nullptr);
+      continue;
+    }
     const StageOptions& next = nodes_[i + 1]->options();
     runtime->edges.push_back(
         nodes_[i]->make_output_edge(nodes_[i + 1]->workers(), next.channel.capacity()));
     wirings[i].output_dispatch = &next.dispatch;
     wirings[i].output_batch = next.batch;
-    wirings[i].output_tagging = !ordered_in[i + 1]       ? detail::Tagging::none
-                                : nodes_[i]->sequencer() ? detail::Tagging::sequencer
-                                                         : detail::Tagging::forward;
   }
 
   // A window gate between every in-order stage and the sequencer whose numbers it reads, sized to
   // what the channels between them hold plus one per worker.
+  // A fused in-order stage gets its items in order from its group, and needs neither.
   for (std::size_t k = 1; k < count; ++k) {
-    if (nodes_[k]->mode() != Mode::serial_in_order) continue;
+    if (nodes_[k]->mode() != Mode::serial_in_order || fused(k)) continue;
     std::size_t j = k - 1;
     while (!nodes_[j]->sequencer())
       --j;
     std::uint64_t window = 1;
     for (std::size_t m = j + 1; m <= k; ++m) {
       const StageOptions& options = nodes_[m]->options();
-      window += nodes_[m - 1]->workers() * nodes_[m]->workers() * options.channel.capacity() *
-                options.batch;
+      if (!fused(m)) {
+        window += nodes_[m - 1]->workers() * nodes_[m]->workers() * options.channel.capacity() *
+                  options.batch;
+      }
       // An asynchronous stage holds up to in_flight items per worker.
       if (m < k) window += nodes_[m]->workers() * nodes_[m]->in_flight();
     }
     window = std::clamp<std::uint64_t>(window, 2, detail::max_window);
-    runtime->gates.push_back(
-        std::make_unique<detail::WindowGate>(window, *runtime->doorbells[j].front()));
-    wirings[j].output_gate = runtime->gates.back().get();
+    // The sequencer's group numbers at its end, on its first node's worker.
+    runtime->gates.push_back(std::make_unique<detail::WindowGate>(
+        window, *runtime->doorbells[runtime->heads[j]].front()));
+    wirings[tails[j]].output_gate = runtime->gates.back().get();
     wirings[k].reorder_window = window;
     wirings[k].input_gate = runtime->gates.back().get();
   }
@@ -258,26 +353,36 @@ void Pipeline::start() {
     wiring.control = &control_;
     wiring.io = runtime->io.get();
     wiring.own = runtime->bells_of(i);
-    if (i > 0) {
+    if (i > 0 && !fused(i)) {
       wiring.upstream = runtime->bells_of(i - 1);
       wiring.input = runtime->edges[i - 1].get();
     }
-    if (i + 1 < count) {
+    if (i + 1 < count && !fused(i + 1)) {
       wiring.downstream = runtime->bells_of(i + 1);
       wiring.output = runtime->edges[i].get();
+    }
+    // A group's workers owe wake-ups to the consumers of the edge out of the group.
+    if (!fused(i) && tails[i] + 1 < count) {
+      const std::vector<sync::Doorbell*> consumers = runtime->bells_of(tails[i] + 1);
       for (const auto& owed : runtime->owed[i]) {
-        owed->set_consumers(wiring.downstream);
+        owed->set_consumers(consumers);
         wiring.owed.push_back(owed.get());
       }
     }
-    all_bells.insert(all_bells.end(), wiring.own.begin(), wiring.own.end());
-    runtime->instances.push_back(nodes_[i]->instantiate(wiring));
+    if (!fused(i)) all_bells.insert(all_bells.end(), wiring.own.begin(), wiring.own.end());
+  }
+  // Last to first, so that a node's fused successor exists when it is instantiated.
+  runtime->instances.resize(count);
+  for (std::size_t i = count; i-- > 0;) {
+    if (i + 1 < count && fused(i + 1)) wirings[i].fused_next = runtime->instances[i + 1].get();
+    runtime->instances[i] = nodes_[i]->instantiate(wirings[i]);
   }
   control_.set_doorbells(std::move(all_bells));
   control_.expect_workers(static_cast<std::int32_t>(total_workers));
 
   std::vector<std::function<void()>> jobs;
   for (std::size_t i = 0; i < count; ++i) {
+    if (fused(i)) continue;
     detail::Instance* instance = runtime->instances[i].get();
     for (std::size_t w = 0; w < nodes_[i]->workers(); ++w) {
       // The thread's name in top -H, gdb and perf: the stage's name and the worker's index.
@@ -395,10 +500,11 @@ PipelineStats Pipeline::stats() const {
       stage.workers = node.workers();
       for (std::size_t w = 0; w < node.workers(); ++w)
         detail::add_to(stage, node.counters(w));
-      if (i > 0) {
+      if (i > 0 && runtime_->edges[i - 1]) {
         stage.channel_depth = runtime_->edges[i - 1]->depth();
         stage.channel_capacity = runtime_->edges[i - 1]->capacity();
       }
+      if (node.fused()) stage.fused_into = nodes_[runtime_->heads[i]]->name();
     }
     result.stages.push_back(std::move(stage));
   }

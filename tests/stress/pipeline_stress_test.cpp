@@ -23,6 +23,7 @@ using conveyor::Dispatch;
 using conveyor::Emit;
 using conveyor::Executor;
 using conveyor::Flow;
+using conveyor::Fuse;
 using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
@@ -64,11 +65,17 @@ void expect_in_order_through(int middle, std::size_t workers, ChannelKind channe
   Pipeline p;
   Flow<std::uint64_t> flow = p.source(count_to(count));
   for (int i = 0; i < middle; ++i) {
-    flow = flow | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
-                                                            .workers = workers,
-                                                            .channel = channel_of(channel),
-                                                            .dispatch = dispatch,
-                                                            .batch = batch});
+    // Every other stage is fused into the one before it where the dispatch allows it, so that
+    // fused groups and channels between parallel stages both see every shape.
+    const bool fusable = dispatch.kind() == Dispatch::Kind::round_robin ||
+                         dispatch.kind() == Dispatch::Kind::least_loaded;
+    flow = flow | stage([](std::uint64_t x) { return x; },
+                        {.mode = Mode::parallel,
+                         .workers = workers,
+                         .channel = channel_of(channel),
+                         .dispatch = dispatch,
+                         .batch = batch,
+                         .fuse = i % 2 == 1 && fusable ? Fuse::always : Fuse::never});
   }
   std::uint64_t expected_next = 0;
   std::uint64_t out_of_order = 0;

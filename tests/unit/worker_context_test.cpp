@@ -175,8 +175,8 @@ TEST(WorkerContextTest, AProducerAboutToSleepWakesAConsumerWaitingForItems) {
   Doorbell consumer;
   Worker producer;
   const Dispatch dispatch = Dispatch::round_robin();
-  OutPort<int> out(producer.context, {{&lane}, {&returns}, {&consumer}}, dispatch, 1, Tagging::none,
-                   nullptr);
+  OutPort<int> out(producer.context, producer.context.counters(),
+                   {{&lane}, {&returns}, {&consumer}}, dispatch, 1, Tagging::none, nullptr);
   Parcel<int> first = item(1);
   ASSERT_TRUE(lane.try_push(first));                       // the lane is full
   consumer.prepare(WaitReason::items);                     // after the push's check

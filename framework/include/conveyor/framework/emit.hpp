@@ -48,9 +48,7 @@ class Emit {
   // Which of the stage's workers this is: 0 .. workers-1.
   [[nodiscard]] std::size_t worker() const noexcept { return port_.worker().index(); }
 
-  void count_error(std::uint64_t count = 1) noexcept {
-    port_.worker().counters().errors.add(count);
-  }
+  void count_error(std::uint64_t count = 1) noexcept { port_.counters().errors.add(count); }
 
  private:
   detail::OutPort<T>& port_;

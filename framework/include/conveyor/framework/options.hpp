@@ -129,6 +129,23 @@ class Dispatch {
   std::function<std::uint64_t(const void*)> hash_;
 };
 
+// Whether a stage runs on the workers of the stage before it, its code called from there with no
+// channel in between ("fusion", as Flink chains operators and oneTBB carries a token). Its
+// statistics stay its own. See docs/design/fusion.md for when it pays.
+enum class Fuse {
+  // Fused when the stage and the one before it are both parallel with as many workers, and the
+  // pipeline has more workers than the machine has hardware threads (a worker of its own could
+  // not add CPU time, and fusing saves a hand-over per item).
+  automatic,
+  // Always fused; start() throws std::invalid_argument if that would change what the stage sees
+  // (a serial stage after several workers, an in-order stage after an unordered one, by_key or
+  // broadcast dispatch, asynchronous stages). A parallel stage takes the worker count of the
+  // stage it is fused into.
+  always,
+  // Never fused: the stage has workers and a channel of its own.
+  never,
+};
+
 struct StageOptions {
   // Names the stage in errors, statistics and metrics; "stage-<position>" if empty.
   std::string name{};
@@ -143,6 +160,7 @@ struct StageOptions {
   // Asynchronous stages (code that returns an asio::awaitable): how many items each worker may
   // have awaiting at once. Synchronous stages take one item at a time and leave it at 1.
   std::size_t in_flight = 1;
+  Fuse fuse = Fuse::automatic;
 };
 
 struct SourceOptions {

@@ -180,6 +180,7 @@ class Pipeline {
   void append(std::unique_ptr<detail::NodeBase> node);
   void check_continues(std::size_t node) const;
   void plan();  // validates the chain and sizes the workers
+  void fuse();  // decides which stages run on the workers of the stage before them
   void supervise();
   void finish_observers();
 

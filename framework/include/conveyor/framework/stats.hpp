@@ -35,6 +35,9 @@ struct StageStats {
   std::string name;
   Mode mode{};
   std::size_t workers = 0;
+  // The stage whose workers run this one (StageOptions::fuse), or empty if it has its own. A fused
+  // stage's busy time and item durations count in that stage's.
+  std::string fused_into;
   // Items the stage's code was given, and items it emitted.
   std::uint64_t items_in = 0;
   std::uint64_t items_out = 0;

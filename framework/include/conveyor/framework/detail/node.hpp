@@ -5,6 +5,9 @@
 // When the pipeline starts, each node makes the edge to its successor (it knows its output type),
 // and is then instantiated with its Wiring: its workers' doorbells, its neighbours', its edges,
 // how it tags what it emits, and, for a serial_in_order node, its reorder window.
+//
+// A node fused into the one before it (StageOptions::fuse) has no workers of its own: the workers
+// of its group's first node call its FusedStep, which its Instance makes for each of them.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +24,7 @@
 #include "conveyor/framework/detail/body.hpp"
 #include "conveyor/framework/detail/control.hpp"
 #include "conveyor/framework/detail/edge.hpp"
+#include "conveyor/framework/detail/fused_step.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
@@ -34,6 +38,7 @@ namespace conveyor::detail {
 enum class Role { source, stage, sink };
 
 class IoPool;
+class Instance;
 
 struct Wiring {
   Control* control = nullptr;
@@ -53,24 +58,12 @@ struct Wiring {
   WindowGate* input_gate = nullptr;
   // The pipeline's I/O threads, when it has asynchronous stages.
   IoPool* io = nullptr;
+  // Fusion: the next node, which runs on this node's workers; `output` is then null, and
+  // `output_tagging` is that of the edge out of the fused group.
+  Instance* fused_next = nullptr;
 };
 
 class NodeBase;
-
-// A worker's ports on the edges its wiring names: into the node, and out of it to the next.
-template <class In>
-InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
-  auto& input = static_cast<Edge<In>&>(*wiring.input);
-  return InPort<In>(context, input.consumer_side(worker, wiring.upstream));
-}
-
-template <class Out>
-OutPort<Out> output_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
-  auto& output = static_cast<Edge<Out>&>(*wiring.output);
-  return OutPort<Out>(context, output.producer_side(worker, wiring.downstream),
-                      *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
-                      wiring.output_gate);
-}
 
 // One node's running form: its wiring, and what each of its workers runs. run_worker (compiled
 // once, in framework/src) sets up the worker's context, calls `run`, and records a throw as the
@@ -85,17 +78,50 @@ class Instance {
 
   void run_worker(std::size_t worker) noexcept;
 
+  // A fused node: its step for worker `worker` of its group's first node, on that worker's
+  // context (fused_step.hpp).
+  [[nodiscard]] virtual std::unique_ptr<FusedStep> fused_step(WorkerContext& context,
+                                                              std::size_t worker);
+
  protected:
   // The worker's loop, on its own context.
   virtual void run(WorkerContext& context, std::size_t worker) = 0;
 
   [[nodiscard]] const Wiring& wiring() const noexcept { return wiring_; }
   [[nodiscard]] const NodeBase& node() const noexcept { return node_; }
+  [[nodiscard]] NodeBase& node() noexcept { return node_; }
+
+  // A fused step's code threw: counted on its node, and the pipeline fails.
+  static void fail_fused(WorkerContext& context, WorkerCounters& counters) noexcept;
 
  private:
   NodeBase& node_;
   const Wiring wiring_;
 };
+
+// A worker's ports on the edges its wiring names: into the node, and out of it to the next.
+template <class In>
+InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
+  auto& input = static_cast<Edge<In>&>(*wiring.input);
+  return InPort<In>(context, input.consumer_side(worker, wiring.upstream));
+}
+
+// `counters`: those of the node that emits (the worker's own, unless the node is fused).
+template <class Out>
+OutPort<Out> output_port(WorkerContext& context, const Wiring& wiring, std::size_t worker,
+                         WorkerCounters& counters) {
+  if (wiring.fused_next != nullptr) {
+    std::unique_ptr<FusedStep> step = wiring.fused_next->fused_step(context, worker);
+    return OutPort<Out>(
+        context, counters,
+        std::unique_ptr<FusedInput<Out>>(static_cast<FusedInput<Out>*>(step.release())),
+        wiring.output_tagging);
+  }
+  auto& output = static_cast<Edge<Out>&>(*wiring.output);
+  return OutPort<Out>(context, counters, output.producer_side(worker, wiring.downstream),
+                      *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
+                      wiring.output_gate);
+}
 
 class NodeBase {
  public:
@@ -121,6 +147,12 @@ class NodeBase {
     counters_ = std::make_unique<WorkerCounters[]>(workers);
   }
   [[nodiscard]] std::size_t workers() const noexcept { return workers_; }
+  // Runs on the `workers` workers of the node before it (StageOptions::fuse).
+  void fuse(std::size_t workers) {
+    fused_ = true;
+    prepare(workers);
+  }
+  [[nodiscard]] bool fused() const noexcept { return fused_; }
   [[nodiscard]] const WorkerCounters& counters(std::size_t worker) const noexcept {
     return counters_[worker];
   }
@@ -154,6 +186,7 @@ class NodeBase {
   Role role_;
   StageOptions options_;
   std::size_t workers_ = 0;
+  bool fused_ = false;
   std::unique_ptr<WorkerCounters[]> counters_;
 };
 
@@ -211,7 +244,7 @@ class SourceNode final : public NodeBase {
    private:
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
-      OutPort<Out> port = output_port<Out>(context, wiring, worker);
+      OutPort<Out> port = output_port<Out>(context, wiring, worker, context.counters());
       SourceBody<F, Out> body(std::move(code_[worker]));
       BusyClock clock(context);
       if constexpr (SourceBody<F, Out>::pulled) {
@@ -288,12 +321,59 @@ class StageNode final : public ConsumerNode<In, F> {
     Run(StageNode& node, const Wiring& wiring)
         : Instance(node, wiring), code_(node.prototype_.instances(node.workers())) {}
 
+    [[nodiscard]] std::unique_ptr<FusedStep> fused_step(WorkerContext& context,
+                                                        std::size_t worker) override {
+      return std::make_unique<Step>(*this, context, worker);
+    }
+
    private:
+    // The stage on the workers of the stage before it: items come from that stage's port.
+    class Step final : public FusedInput<In> {
+     public:
+      Step(Run& run, WorkerContext& context, std::size_t worker)
+          : context_(context),
+            counters_(run.node().counters(worker)),
+            out_(output_port<Out>(context, run.wiring(), worker, counters_)),
+            emit_(out_, false),
+            body_(std::move(run.code_[worker])) {}
+
+      bool push(In&& item) override {
+        if (context_.cancelled()) return false;
+        counters_.items_in.add(1);
+        try {
+          body_.process(std::move(item), emit_);
+        } catch (...) {
+          Instance::fail_fused(context_, counters_);
+          return false;
+        }
+        return !context_.cancelled();
+      }
+      void begin_item(const Tag& tag) noexcept override { out_.begin_item(tag); }
+      bool end_item() override { return out_.end_item(); }
+      bool flush() override { return out_.flush(); }
+      void finish() override {
+        try {
+          body_.flush(emit_);
+        } catch (...) {
+          Instance::fail_fused(context_, counters_);
+          return;
+        }
+        if (!context_.cancelled()) out_.close();
+      }
+
+     private:
+      WorkerContext& context_;
+      WorkerCounters& counters_;
+      OutPort<Out> out_;
+      Emit<Out> emit_;
+      StageBody<F, In, Out> body_;
+    };
+
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
       WorkerCounters& counters = context.counters();
       InPort<In> in = input_port<In>(context, wiring, worker);
-      OutPort<Out> out = output_port<Out>(context, wiring, worker);
+      OutPort<Out> out = output_port<Out>(context, wiring, worker, context.counters());
       Emit<Out> emit(out, false);
       StageBody<F, In, Out> body(std::move(code_[worker]));
       auto flush_batches = [&] { out.flush(); };
@@ -406,7 +486,49 @@ class SinkNode final : public ConsumerNode<In, F> {
     Run(SinkNode& node, const Wiring& wiring)
         : Instance(node, wiring), code_(node.prototype_.instances(node.workers())) {}
 
+    [[nodiscard]] std::unique_ptr<FusedStep> fused_step(WorkerContext& context,
+                                                        std::size_t worker) override {
+      return std::make_unique<Step>(*this, context, worker);
+    }
+
    private:
+    // The sink on the workers of the stage before it.
+    class Step final : public FusedInput<In> {
+     public:
+      Step(Run& run, WorkerContext& context, std::size_t worker)
+          : context_(context),
+            counters_(run.node().counters(worker)),
+            body_(std::move(run.code_[worker])) {}
+
+      bool push(In&& item) override {
+        if (context_.cancelled()) return false;
+        counters_.items_in.add(1);
+        try {
+          body_.process(std::move(item));
+        } catch (...) {
+          Instance::fail_fused(context_, counters_);
+          return false;
+        }
+        return !context_.cancelled();
+      }
+      // A sink emits nothing: no tags, no batches.
+      void begin_item(const Tag& /*tag*/) noexcept override {}
+      bool end_item() override { return true; }
+      bool flush() override { return true; }
+      void finish() override {
+        try {
+          body_.flush();
+        } catch (...) {
+          Instance::fail_fused(context_, counters_);
+        }
+      }
+
+     private:
+      WorkerContext& context_;
+      WorkerCounters& counters_;
+      SinkBody<F, In> body_;
+    };
+
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
       WorkerCounters& counters = context.counters();

@@ -2,7 +2,9 @@
 // the consumers' doorbells and the wake-ups owed them, the round-robin finger, waiting for room in
 // a lane or in the ordering window, and ending the stream. Compiled once, in framework/src.
 //
-// Contract: OutPort's. Used by its worker only; `pushed(lane)` after every push into `lane`.
+// Contract: OutPort's. Used by its worker only; `pushed(lane)` after every push into `lane`. A port
+// of a fused stage (fused_step.hpp) has no lanes, and counts into its own stage's counters, which
+// may not be its worker's.
 #pragma once
 
 #include <cstddef>
@@ -24,10 +26,15 @@ class OutLanes {
 
   [[nodiscard]] bool stop_requested() const noexcept { return worker_.stop_requested(); }
   [[nodiscard]] WorkerContext& worker() noexcept { return worker_; }
+  // The counters of the stage this port emits for.
+  [[nodiscard]] WorkerCounters& counters() noexcept { return counters_; }
 
  protected:
-  OutLanes(WorkerContext& worker, std::vector<sync::detail::RingIndices*> rings,
-           std::vector<Doorbell*> consumers, WindowGate* gate);
+  OutLanes(WorkerContext& worker, WorkerCounters& counters,
+           std::vector<sync::detail::RingIndices*> rings, std::vector<Doorbell*> consumers,
+           WindowGate* gate);
+  // A port without lanes: it hands items to a fused step.
+  OutLanes(WorkerContext& worker, WorkerCounters& counters) noexcept;
   ~OutLanes();
 
   [[nodiscard]] std::size_t lane_count() const noexcept { return rings_.size(); }
@@ -54,12 +61,12 @@ class OutLanes {
           }
           return false;
         },
-        [] {}, worker_.counters().blocked_push_ticks);
+        [] {}, counters_.blocked_push_ticks);
   }
   bool wait_for_room(std::size_t lane) {
     return worker_.wait(
         WaitReason::space, [this, lane] { return rings_[lane]->free_slots() > 0; }, [] {},
-        worker_.counters().blocked_push_ticks);
+        counters_.blocked_push_ticks);
   }
 
   // Dispatch::least_loaded: the lane with a free slot that holds the fewest parcels (lane_count()
@@ -85,7 +92,7 @@ class OutLanes {
           released_ = gate_->released();
           return seq < released_ + gate_->window();
         },
-        [] {}, worker_.counters().blocked_push_ticks);
+        [] {}, counters_.blocked_push_ticks);
   }
   [[nodiscard]] WindowGate* gate() const noexcept { return gate_; }
   [[nodiscard]] std::uint64_t released() const noexcept { return released_; }
@@ -98,6 +105,7 @@ class OutLanes {
   void recheck() const;
 
   WorkerContext& worker_;
+  WorkerCounters& counters_;
   const std::vector<sync::detail::RingIndices*> rings_;
   const std::vector<Doorbell*> consumers_;
   WindowGate* const gate_;

@@ -21,6 +21,10 @@
 // or ends. Before sleeping for room in the window the port flushes its batches, because the
 // in-order stage may be waiting for what they hold.
 //
+// Fusion: the port of a stage whose successor runs on the same workers (fused_step.hpp) has no
+// lanes: it hands each item to the successor's step, and passes begin_item / end_item, flush and
+// close on to it, for the port at the group's end.
+//
 // What does not depend on T is OutLanes (out_lanes.hpp).
 //
 // Contract: used by its worker only. `emit` returns false once the pipeline is cancelled (the item
@@ -32,11 +36,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/fused_step.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
@@ -64,10 +70,10 @@ class OutPort : public OutLanes {
     std::vector<Doorbell*> consumers;                // their doorbells, same order
   };
 
-  OutPort(WorkerContext& worker, Lanes lanes, const Dispatch& dispatch, std::size_t batch,
-          Tagging tagging, WindowGate* gate)
-      : OutLanes(worker, {lanes.lanes.begin(), lanes.lanes.end()}, std::move(lanes.consumers),
-                 gate),
+  OutPort(WorkerContext& worker, WorkerCounters& counters, Lanes lanes, const Dispatch& dispatch,
+          std::size_t batch, Tagging tagging, WindowGate* gate)
+      : OutLanes(worker, counters, {lanes.lanes.begin(), lanes.lanes.end()},
+                 std::move(lanes.consumers), gate),
         lanes_(std::move(lanes.lanes)),
         returns_(std::move(lanes.returns)),
         dispatch_(dispatch),
@@ -77,9 +83,22 @@ class OutPort : public OutLanes {
     CONVEYOR_CONTRACT(batch_ >= 1, "OutPort: the batch size must be at least 1");
   }
 
+  // The port of a stage whose successor is fused into it: `tagging` is that of the port at the
+  // fused group's end.
+  OutPort(WorkerContext& worker, WorkerCounters& counters, std::unique_ptr<FusedInput<T>> next,
+          Tagging tagging)
+      : OutLanes(worker, counters),
+        dispatch_(unused_dispatch()),
+        batch_(1),
+        tagging_(tagging),
+        next_(std::move(next)) {
+    CONVEYOR_CONTRACT(next_ != nullptr, "OutPort: a fused port needs its successor's step");
+  }
+
   // The worker's stage code emits an item. False once the pipeline is cancelled.
   bool emit(T&& value) {
-    worker().counters().items_out.add(1);
+    counters().items_out.add(1);
+    if (next_) return next_->push(std::move(value));
     switch (tagging_) {
       case Tagging::sequencer: {
         const std::optional<Tag> tag = next_sequence_tag();
@@ -108,11 +127,13 @@ class OutPort : public OutLanes {
   void begin_item(const Tag& tag) noexcept {
     current_ = tag;
     in_item_ = tagging_ == Tagging::forward && tag.sequenced();
+    if (next_ && in_item_) next_->begin_item(tag);
   }
 
   bool end_item() {
     if (!in_item_) return true;
     in_item_ = false;
+    if (next_) return next_->end_item();
     // The first output waits in first_, later ones in pending_: one output, the common case,
     // costs no vector, and goes out as a plain value when its input was a whole item.
     if (!first_) return send(Entry<T>{current_, std::nullopt});
@@ -135,6 +156,7 @@ class OutPort : public OutLanes {
 
   // Sends every partial batch. Called before the worker sleeps and before it closes.
   bool flush() {
+    if (next_) return next_->flush();
     if (batch_ == 1) return true;
     for (std::size_t i = 0; i < collected_.size(); ++i) {
       if (collected_[i].empty()) continue;
@@ -145,6 +167,10 @@ class OutPort : public OutLanes {
 
   // End of stream: the done sentinel on every lane.
   void close() {
+    if (next_) {
+      next_->finish();
+      return;
+    }
     if (!flush()) return;
     close_lanes();
   }
@@ -183,7 +209,7 @@ class OutPort : public OutLanes {
   bool send_run(Batch<T>&& run) {
     CONVEYOR_CONTRACT(run.is_run() && takes_runs_of(run.size()),
                       "OutPort::send_run: a run the port can take whole");
-    worker().counters().items_out.add(run.size());
+    counters().items_out.add(run.size());
     if (tagging_ == Tagging::none) {
       run.renumber(next_seq_);
       next_seq_ += run.size();
@@ -249,6 +275,11 @@ class OutPort : public OutLanes {
   }
 
  private:
+  static const Dispatch& unused_dispatch() {
+    static const Dispatch dispatch = Dispatch::round_robin();
+    return dispatch;
+  }
+
   // The next number, once the window has room for it; nullopt if cancelled first.
   [[gnu::always_inline]] std::optional<Tag> next_sequence_tag() {
     const std::uint64_t seq = next_seq_;
@@ -309,7 +340,7 @@ class OutPort : public OutLanes {
   // pull() took `count` items with the next numbers.
   void took(std::uint64_t count) noexcept {
     next_seq_ += count;
-    worker().counters().items_out.add(count);
+    counters().items_out.add(count);
   }
 
   // by_key: the lane of the entry's key; otherwise unused.
@@ -403,7 +434,9 @@ class OutPort : public OutLanes {
   std::optional<T> first_;
   std::vector<T> pending_;
   // Batching: one collection per lane for by_key, one in all otherwise.
-  std::vector<Batch<T>> collected_;
+  std::vector<Batch<T>> collected_ = std::vector<Batch<T>>(1);
+  // Fusion: the successor's step, which takes every item.
+  std::unique_ptr<FusedInput<T>> next_;
 };
 
 }  // namespace conveyor::detail
