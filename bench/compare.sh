@@ -40,6 +40,12 @@ rm -rf "$results"
 mkdir -p "$results"
 
 old_commit=$(git rev-parse --verify "$old_rev^{commit}")
+# A leftover that is not a worktree (a dangling link, an interrupted add) is replaced.
+if [ -L "$old_tree" ] || { [ -e "$old_tree" ] &&
+  [ "$(git -C "$old_tree" rev-parse --show-toplevel 2>/dev/null)" != "$old_tree" ]; }; then
+  rm -rf "$old_tree"
+  git worktree prune
+fi
 if [ -d "$old_tree" ]; then
   git -C "$old_tree" checkout -q --detach "$old_commit"
 else
@@ -72,7 +78,10 @@ results, rounds, old_rev = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv
 def rows(bench, side):
     runs = {}
     for r in range(1, rounds + 1):
-        data = json.loads((results / f"{bench}.{side}.{r}.json").read_text())
+        text = (results / f"{bench}.{side}.{r}.json").read_text()
+        if not text.strip():
+            continue  # a --benchmark_filter that matched none of this binary's rows
+        data = json.loads(text)
         for b in data["benchmarks"]:
             if b.get("run_type") == "aggregate":
                 continue

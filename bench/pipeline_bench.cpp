@@ -109,8 +109,9 @@ struct NoObserver {
 // through the kernel's scheduler.
 enum class Run { threads, arena };
 
+// `fusion`: Fuse::always runs the parallel stage on the source's worker (StageOptions::fuse).
 template <std::uint64_t (*Work)(std::uint64_t), class Attached = NoObserver,
-          Run where = Run::threads>
+          Run where = Run::threads, Fuse fusion = Fuse::automatic>
 void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
                        std::size_t capacity) {
   const std::uint64_t expected = expected_sum(items, Work);
@@ -130,7 +131,8 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
         stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
                                                         .workers = 2,
                                                         .channel = Channel::queue(capacity),
-                                                        .batch = batch}) |
+                                                        .batch = batch,
+                                                        .fuse = fusion}) |
         sink([&sum](std::uint64_t x) { sum += x; },
              {.mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch});
     p.run();
@@ -291,6 +293,9 @@ void register_benchmarks() {
                           trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
                           trivial_items, std::size_t{64}, std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages/conveyor_fused",
+                          conveyor_pipeline<trivial_work, NoObserver, Run::threads, Fuse::always>,
+                          trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_arena",
                           conveyor_pipeline<trivial_work, NoObserver, Run::arena>, trivial_items,
                           std::size_t{1}, std::size_t{1024}));
@@ -329,6 +334,8 @@ std::vector<Comparison> comparisons() {
   return {
       {"3 stages, no batching", "pipeline/3_stages/conveyor", "pipeline/3_stages/tbb_tokens_*",
        throughput, 2.0},
+      {"3 stages, no batching, the stage fused into the source", "pipeline/3_stages/conveyor_fused",
+       "pipeline/3_stages/tbb_tokens_*", throughput, 2.0},
       {"3 stages, batching on", "pipeline/3_stages_batched/conveyor",
        "pipeline/3_stages/tbb_tokens_*", throughput, 10.0},
       {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
