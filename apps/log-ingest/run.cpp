@@ -249,7 +249,8 @@ int run_ingest(const RunOptions& options) {
                                                   .channel = Channel::queue(2)}) |
       stage(stages::WriteStage(outputs),
             {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      sink([](const stages::Slice&) {}, {.name = "done"});
+      // Nothing to do per slice: on the writer's worker, not a thread of its own.
+      sink([](const stages::Slice&) {}, {.name = "done", .fuse = Fuse::always});
 
   interrupted.store(false, std::memory_order_relaxed);
   interrupted_source.store(files.get(), std::memory_order_release);
