@@ -192,7 +192,8 @@ void Pipeline::plan() {
     if (node.mode() == Mode::parallel) {
       workers = node.options().workers;
       if (workers == 0) workers = std::max(1U, std::thread::hardware_concurrency());
-      if (workers > 1 && !node.copyable()) {
+      // A stage fused with Fuse::always runs on its group's workers: fuse() checks it there.
+      if (workers > 1 && !node.copyable() && node.options().fuse != Fuse::always) {
         throw std::invalid_argument("stage '" + node.name() +
                                     "': several workers need copyable stage code (each worker "
                                     "gets a copy); share state through a pointer or Shared<T>");

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -278,6 +279,44 @@ TEST(PipelineFusionTest, AThrowInAFusedStageFailsThePipelineAndCountsOnThatStage
   const PipelineStats stats = p.stats();
   EXPECT_EQ(stats.stage("fused")->errors, 1U);
   EXPECT_EQ(stats.stage("head")->errors, 0U);
+}
+
+// Outputs held for an in-order stage leave a forwarding group when its input is done; a key
+// function downstream that throws then is counted on the group's last stage, as without fusion.
+TEST(PipelineFusionTest, AThrowWhenAGroupSendsHeldOutputsCountsOnItsLastStage) {
+  Watchdog watchdog;
+  Pipeline p;
+  p.source(count_to(items)) |
+      stage([](std::uint64_t x) { return x; },
+            {.name = "head", .mode = Mode::parallel, .workers = 2}) |
+      stage([](std::uint64_t x) { return x; },
+            {.name = "fused", .mode = Mode::parallel, .fuse = Fuse::always}) |
+      stage([](std::uint64_t x) { return x; },
+            {.mode = Mode::parallel,
+             .workers = 2,
+             .dispatch = Dispatch::by_key<std::uint64_t>([](std::uint64_t x) {
+               if (x == 1'000) throw std::runtime_error("bad key");
+               return x;
+             })}) |
+      sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
+  EXPECT_THROW(p.run(), std::runtime_error);
+  const PipelineStats stats = p.stats();
+  EXPECT_EQ(stats.stage("fused")->errors, 1U);
+  EXPECT_EQ(stats.stage("head")->errors, 0U);
+}
+
+// Fused into a one-worker group, a parallel stage runs as one copy: its code need not be copyable.
+TEST(PipelineFusionTest, AForcedStageWhoseCodeCannotBeCopiedRunsAsOneCopy) {
+  Watchdog watchdog;
+  Tally tally;
+  Pipeline p;
+  p.source(count_to(items)) |
+      stage([offset = std::make_unique<std::uint64_t>(0)](std::uint64_t x) { return x + *offset; },
+            {.name = "moved", .mode = Mode::parallel, .workers = 4, .fuse = Fuse::always}) |
+      sink([&](std::uint64_t x) { tally.add(x); });
+  p.run();
+  EXPECT_EQ(tally, expected_tally(items));
+  EXPECT_EQ(p.stats().stage("moved")->workers, 1U);
 }
 
 TEST(PipelineFusionTest, CountErrorInAFusedStageCountsOnThatStage) {

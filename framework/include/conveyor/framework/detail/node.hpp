@@ -349,19 +349,33 @@ class StageNode final : public ConsumerNode<In, F> {
         return !context_.cancelled();
       }
       void begin_item(const Tag& tag) noexcept override { out_.begin_item(tag); }
-      bool end_item() override { return out_.end_item(); }
-      bool flush() override { return out_.flush(); }
+      // What the port sends here may run user code too (a by_key function downstream).
+      bool end_item() override {
+        return guarded([&] { return out_.end_item(); });
+      }
+      bool flush() override {
+        return guarded([&] { return out_.flush(); });
+      }
       void finish() override {
-        try {
+        (void)guarded([&] {
           body_.flush(emit_);
-        } catch (...) {
-          Instance::fail_fused(context_, counters_);
-          return;
-        }
-        if (!context_.cancelled()) out_.close();
+          if (!context_.cancelled()) out_.close();
+          return true;
+        });
       }
 
      private:
+      // Runs `call`; a throw from it is counted on this stage and fails the pipeline (false).
+      template <class Call>
+      bool guarded(Call&& call) {
+        try {
+          return call();
+        } catch (...) {
+          Instance::fail_fused(context_, counters_);
+          return false;
+        }
+      }
+
       WorkerContext& context_;
       WorkerCounters& counters_;
       OutPort<Out> out_;
