@@ -1,34 +1,21 @@
-// OutPort<T>: the producing side of one worker: it tags what the worker emits, groups it into
-// batches, picks the consumer worker by the edge's dispatch, and pushes into that worker's lane,
-// sleeping on its own doorbell while every lane it may use is full.
+// OutPort<T>: the producing side of one worker: it tags what the worker emits (parcel.hpp), groups
+// it into batches, picks the consumer worker by the edge's dispatch, and pushes into that worker's
+// lane, sleeping on its own doorbell while every lane it may use is full.
 //
-// Tags (see parcel.hpp): a sequencer numbers each item it emits, first waiting for room in the
-// ordering window if an in-order stage downstream restores the order. A stage between a sequencer
-// and an in-order stage collects what it emits for one input and sends it with its input's tag
-// when the input is done (`end_item`): nothing becomes a gap, several items split the tag. Items
-// emitted by a flush hook travel unsequenced. Edges that no in-order stage reads carry no tags
-// worth reading, and items go out as they are emitted.
-//
-// Dispatch (seed 002): round-robin fills the first lane with room at or after the finger and moves
-// the finger past it; by_key pushes into the lane of the item's key hash (gaps by their number);
-// broadcast pushes a copy into every lane; least_loaded into the lane holding the fewest parcels.
-//
-// Wake-ups: a consumer found asleep after a push is woken after a few more parcels, or a short
-// while (see deferred_wakes.hpp).
-//
-// Batching: with batch B > 1, entries collect per destination (one collection for round-robin and
-// broadcast) and go out as one parcel once B are there, and whenever the worker is about to sleep
-// or ends. Before sleeping for room in the window the port flushes its batches, because the
-// in-order stage may be waiting for what they hold.
-//
-// Fusion: the port of a stage whose successor runs on the same workers (fused_step.hpp) has no
-// lanes: it hands each item to the successor's step, and passes begin_item / end_item, flush and
-// close on to it, for the port at the group's end.
-//
+// - Tags: a sequencer numbers each item, once the ordering window has room; a stage between a
+//   sequencer and an in-order stage sends what it emits for one input with that input's tag
+//   (`begin_item` / `end_item`). Details: docs/design/ordering.md.
+// - Dispatch: round_robin, by_key (and by_partition), broadcast or least_loaded (options.hpp).
+// - Batching (batch B > 1): entries go out B at a time, and whenever the worker is about to sleep
+//   or ends (`flush`). Details: docs/design/batching.md.
+// - Fusion: a port whose successor is fused (fused_step.hpp) has no lanes and hands everything to
+//   the successor's step. Details: docs/design/fusion.md.
 // What does not depend on T is OutLanes (out_lanes.hpp).
 //
 // Contract: used by its worker only. `emit` returns false once the pipeline is cancelled (the item
 // is dropped). `close` ends the stream on every lane; it is not called after a cancellation.
+// Memory ordering: that of the lanes (sync/spsc_ring.hpp) and doorbells it uses; the port itself
+// holds no shared state.
 #pragma once
 
 #include <algorithm>
