@@ -264,6 +264,15 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
   }
 }
 
+// Runs `p`, whose stage "fused" (fused into "head") throws once: the run fails, and the error
+// counts on "fused" alone.
+void expect_failure_counted_on_fused(Pipeline& p) {
+  EXPECT_THROW(p.run(), std::runtime_error);
+  const PipelineStats stats = p.stats();
+  EXPECT_EQ(stats.stage("fused")->errors, 1U);
+  EXPECT_EQ(stats.stage("head")->errors, 0U);
+}
+
 TEST(PipelineFusionTest, AThrowInAFusedStageFailsThePipelineAndCountsOnThatStage) {
   Watchdog watchdog;
   Pipeline p;
@@ -275,10 +284,7 @@ TEST(PipelineFusionTest, AThrowInAFusedStageFailsThePipelineAndCountsOnThatStage
           },
           {.name = "fused", .fuse = Fuse::always}) |
       sink([](std::uint64_t) {});
-  EXPECT_THROW(p.run(), std::runtime_error);
-  const PipelineStats stats = p.stats();
-  EXPECT_EQ(stats.stage("fused")->errors, 1U);
-  EXPECT_EQ(stats.stage("head")->errors, 0U);
+  expect_failure_counted_on_fused(p);
 }
 
 // Outputs held for an in-order stage leave a forwarding group when its input is done; a key
@@ -299,10 +305,7 @@ TEST(PipelineFusionTest, AThrowWhenAGroupSendsHeldOutputsCountsOnItsLastStage) {
                return x;
              })}) |
       sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
-  EXPECT_THROW(p.run(), std::runtime_error);
-  const PipelineStats stats = p.stats();
-  EXPECT_EQ(stats.stage("fused")->errors, 1U);
-  EXPECT_EQ(stats.stage("head")->errors, 0U);
+  expect_failure_counted_on_fused(p);
 }
 
 // Fused into a one-worker group, a parallel stage runs as one copy: its code need not be copyable.
