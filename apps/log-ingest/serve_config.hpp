@@ -1,0 +1,74 @@
+// ServeConfig: what `log-ingest serve` runs, read from a YAML file (docs/serve.md lists every key)
+// or made of the defaults and the command line's flags.
+//
+//   ServeConfig config = load_serve_config("/etc/log-ingest/log-ingest.yaml");
+//
+// Contract: `load_serve_config` and `parse_serve_config` throw ConfigError for a file that cannot
+// be read, YAML that does not parse, an unknown key, a value of the wrong type or out of range, or
+// two inputs with one name; its message starts with `FILE:LINE:COLUMN:` (1-based) and names the
+// key. A config that loads is complete: every field holds its value or its default.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "conveyor/stages/record.hpp"
+
+namespace conveyor::log_ingest {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class InputType {
+  syslog_tcp,  // RFC 6587: octet-counted or LF-terminated, per frame
+  syslog_udp,  // one message per datagram
+  tcp,         // plain lines, in any format `run` parses
+  stdin_lines, // the process's standard input, plain lines
+};
+
+struct InputConfig {
+  std::string name;  // unique; the `input` label of the metrics
+  InputType type = InputType::syslog_tcp;
+  std::string listen = "127.0.0.1:5514";  // HOST:PORT; port 0 picks a free one
+  stages::Format format = stages::Format::syslog;
+};
+
+struct LimitsConfig {
+  std::size_t max_connections = 1024;              // per TCP input
+  std::size_t max_frame_bytes = std::size_t{64} << 10;
+  std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
+};
+
+struct ServeConfig {
+  std::string file = "(defaults)";  // where it came from, for messages
+  std::vector<InputConfig> inputs;
+  // pipeline
+  std::vector<std::string> where;
+  std::vector<std::string> fields;
+  std::size_t workers = 0;  // 0: one per hardware thread
+  std::size_t queue_chunks = 64;  // chunks between the inputs and the parsers
+  // outputs: a file, "-" (stdout) or "none"
+  std::string records = "log-ingest-out/records.jsonl";
+  std::string dead_letters = "log-ingest-out/dead-letters.jsonl";
+  bool fsync = false;  // fsync the outputs after each batch, not only at the drain
+  // service
+  std::string metrics_listen = "127.0.0.1:9464";  // "none": no endpoint
+  std::string auth_file;
+  std::chrono::milliseconds drain_timeout = std::chrono::seconds(30);
+  LimitsConfig limits;
+};
+
+// The configuration without a file: syslog over TCP and UDP on 127.0.0.1:5514.
+ServeConfig default_serve_config();
+ServeConfig load_serve_config(const std::string& path);
+// `text` as if read from a file named `file`.
+ServeConfig parse_serve_config(const std::string& text, const std::string& file);
+
+[[nodiscard]] const char* to_string(InputType type) noexcept;
+
+}  // namespace conveyor::log_ingest
