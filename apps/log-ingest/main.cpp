@@ -4,6 +4,9 @@
 //   log-ingest run --input access.log --where 'status>=500'
 //   log-ingest generate --lines 1000000 > big.log   the sample generator, for benchmarks
 //   log-ingest generate --profile realistic --size 1GiB -o big.log
+//   log-ingest serve                                syslog on 127.0.0.1:5514 (docs/serve.md)
+//   log-ingest serve --config /etc/log-ingest/log-ingest.yaml
+//   log-ingest validate --config /etc/log-ingest/log-ingest.yaml
 //   log-ingest --version
 //
 // Exit status: 0 when the run finished (rejected lines are reported, not failures); 1 for an I/O
@@ -19,6 +22,7 @@
 #include "conveyor/stages/record.hpp"
 #include "run.hpp"
 #include "sample.hpp"
+#include "serve.hpp"
 
 #ifndef CONVEYOR_VERSION
 #define CONVEYOR_VERSION "unknown"
@@ -40,7 +44,25 @@ Examples:
   log-ingest generate --lines 5000000 --format json > big.jsonl
   log-ingest generate --size 1GiB --output big.log
   log-ingest generate --profile realistic --size 1GiB --format json -o big.jsonl
-See docs/log-ingest.md for the formats, the filter language and the summary.)";
+  log-ingest serve                                 # syslog on 127.0.0.1:5514, TCP and UDP
+  log-ingest serve --config deploy/log-ingest.yaml
+  log-ingest validate --config deploy/log-ingest.yaml
+See docs/log-ingest.md for the formats, the filter language and the summary, and docs/serve.md
+for the service.)";
+
+void add_serve_flags(CLI::App& command, conveyor::log_ingest::ServeFlags& flags) {
+  command.add_option("-c,--config", flags.config, "The YAML configuration (docs/serve.md)");
+  command.add_option("--listen-syslog", flags.listen_syslog,
+                     "Syslog over TCP (RFC 6587) and UDP on HOST:PORT, in place of the "
+                     "configuration's syslog inputs");
+  command.add_option("--listen-tcp", flags.listen_tcp, "Plain lines over TCP on HOST:PORT");
+  command.add_option("--format", flags.format, "The format of --listen-tcp's lines")
+      ->check(CLI::IsMember({"common", "combined", "json", "syslog"}));
+  command.add_flag("--stdin", flags.stdin_input, "Also read plain lines from stdin");
+  command.add_option("-o,--output", flags.output, "Records as JSON lines: FILE, - or none");
+  command.add_option("--metrics-listen", flags.metrics_listen,
+                     "Serve /metrics, /healthz and /readyz on HOST:PORT, or none");
+}
 
 // Writes the generator's lines until `lines` were made or, when `bytes` is not 0, until `bytes`
 // were written (whole lines: the file ends at the first line end past the size).
@@ -163,6 +185,15 @@ int main_guarded(int argc, char** argv) {
   generate_command->add_option("-o,--output", sample_output, "File, or - for stdout")
       ->capture_default_str();
 
+  conveyor::log_ingest::ServeFlags serve_flags;
+  CLI::App* serve_command = app.add_subcommand(
+      "serve", "Run as a service: receive logs over the network until SIGTERM (docs/serve.md)");
+  add_serve_flags(*serve_command, serve_flags);
+  conveyor::log_ingest::ServeFlags validate_flags;
+  CLI::App* validate_command = app.add_subcommand(
+      "validate", "Check a serve configuration: exit 0, or 1 with the error and where it is");
+  add_serve_flags(*validate_command, validate_flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -175,6 +206,17 @@ int main_guarded(int argc, char** argv) {
          .format = sample_format == "json" ? SampleFormat::json : SampleFormat::combined,
          .profile = *conveyor::log_ingest::parse_profile(sample_profile)},
         size, sample_output);
+  }
+  if (*validate_command) return conveyor::log_ingest::validate_config(validate_flags);
+  if (*serve_command) {
+    conveyor::log_ingest::ServeConfig config;
+    try {
+      config = conveyor::log_ingest::serve_config_from(serve_flags);
+    } catch (const conveyor::log_ingest::ConfigError& error) {
+      std::fprintf(stderr, "log-ingest: %s\n", error.what());
+      return 2;
+    }
+    return conveyor::log_ingest::run_serve(config);
   }
   run.format = *conveyor::stages::parse_format(format);
   return conveyor::log_ingest::run_ingest(run);

@@ -1,0 +1,94 @@
+// Ingress and ChunkBuilder: messages in, chunks of lines out.
+#include "ingress.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace conveyor::log_ingest {
+
+bool Ingress::try_push(Delivery& delivery, InputCounters& counters) {
+  const std::uint64_t messages = delivery.messages;
+  if (!queue_.try_push(delivery)) return false;
+  InputCounters::add(counters.received, messages);
+  return true;
+}
+
+bool Ingress::push(Delivery&& delivery, InputCounters& counters) {
+  const std::uint64_t messages = delivery.messages;
+  if (!queue_.push(std::move(delivery))) return false;
+  InputCounters::add(counters.received, messages);
+  return true;
+}
+
+void Ingress::drop(const Delivery& delivery, InputCounters& counters) noexcept {
+  InputCounters::add(counters.received, delivery.messages);
+  InputCounters::add(counters.dropped, delivery.messages);
+}
+
+std::optional<stages::Chunk> Ingress::pop() {
+  std::optional<Delivery> delivery = queue_.pop();
+  if (!delivery) return std::nullopt;
+  return std::move(delivery->chunk);
+}
+
+ChunkBuilder::ChunkBuilder(std::shared_ptr<const stages::Input> input, std::size_t max_chunk)
+    : input_(std::move(input)), max_chunk_(max_chunk) {}
+
+Delivery& ChunkBuilder::open() {
+  if (!building_) {
+    building_.emplace();
+    building_->chunk.input = input_;
+    building_->chunk.first_line = next_line_;
+    building_->chunk.offset = offset_;
+  }
+  return *building_;
+}
+
+void ChunkBuilder::frame(std::string_view message) {
+  if (message.find_first_not_of(" \t") == std::string_view::npos) return;
+  Delivery& delivery = open();
+  std::string& text = delivery.chunk.text;
+  for (std::size_t start = 0;;) {
+    const std::size_t lf = message.find('\n', start);
+    if (lf == std::string_view::npos) {
+      text.append(message.substr(start));
+      break;
+    }
+    text.append(message.substr(start, lf - start));
+    text.append("#012");
+    start = lf + 1;
+  }
+  text.push_back('\n');
+  ++delivery.messages;
+  ++next_line_;
+  offset_ += message.size() + 1;
+  if (text.size() >= max_chunk_) seal();
+}
+
+void ChunkBuilder::rejected(stages::FrameRejection why, std::string_view head,
+                            std::uint64_t length) {
+  // Dead letters come before a chunk's text: one that follows text starts the next chunk.
+  if (building_ && !building_->chunk.text.empty()) seal();
+  Delivery& delivery = open();
+  delivery.chunk.overlong.push_back({.line = next_line_,
+                                     .offset = offset_,
+                                     .length = length,
+                                     .head = std::string(head),
+                                     .interrupted = why == stages::FrameRejection::truncated});
+  ++delivery.messages;
+  ++next_line_;
+  offset_ += length;
+  delivery.chunk.first_line = next_line_;
+  delivery.chunk.offset = offset_;
+}
+
+void ChunkBuilder::seal() {
+  if (!building_) return;
+  stages::Chunk& chunk = building_->chunk;
+  // Room for the parsers that read ahead (simdjson).
+  chunk.text.reserve(chunk.text.size() + stages::read_ahead_padding);
+  ready_.push_back(std::move(*building_));
+  building_.reset();
+}
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,109 @@
+// Ingress: where `serve`'s inputs hand their messages to the pipeline. A bounded queue of chunks
+// (stages::Chunk) that the pipeline's source pops, the counters of each input, and ChunkBuilder,
+// which turns the frames of one connection (stages::FrameDecoder) into chunks.
+//
+//   ChunkBuilder builder(input, counters);
+//   decoder.feed(bytes, builder);
+//   while (builder.ready()) { if (!ingress.try_push(builder.front())) break; builder.pop(); }
+//
+// Contract:
+// - Messages: a message's LF becomes `#012` (as rsyslog escapes it), so that one message stays one
+//   line; an empty or all-blank message is skipped and not counted. A rejected frame becomes a
+//   dead letter (stages::OverlongLine) with its head; a message that follows it starts a new chunk,
+//   so that line numbers stay exact.
+// - Counting: a message counts as received when its chunk enters the queue, or as received and
+//   dropped when `drop` gives its chunk up (UDP, on a full queue). The identity the service
+//   reports, received = written + rejected + filtered + dropped, rests on this.
+// - Ingress: any thread may push (try_push, or push, which waits for room); one thread pops.
+//   After close(), pushes fail and pop drains what is left, then returns nullopt.
+// - Counters are relaxed atomics: totals for metrics, read at any time from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "conveyor/stages/chunk.hpp"
+#include "conveyor/stages/frame_decoder.hpp"
+#include "conveyor/sync/mpmc_bounded_queue.hpp"
+
+namespace conveyor::log_ingest {
+
+// What one input counts; its `name` is the `input` label of its metrics.
+struct InputCounters {
+  explicit InputCounters(std::string input_name) : name(std::move(input_name)) {}
+
+  const std::string name;
+  std::atomic<std::uint64_t> received{0};  // messages, those dropped and dead-lettered included
+  std::atomic<std::uint64_t> bytes{0};     // bytes read from clients
+  std::atomic<std::uint64_t> dropped{0};   // UDP: queue full (reason "udp_overflow")
+  std::atomic<std::uint64_t> connections{0};           // open now
+  std::atomic<std::uint64_t> connections_total{0};     // accepted
+  std::atomic<std::uint64_t> connections_rejected{0};  // over max_connections
+  std::atomic<std::uint64_t> framing_errors{0};        // a bad octet count closed a connection
+  std::atomic<std::uint64_t> idle_disconnects{0};      // idle_timeout closed a connection
+
+  static void add(std::atomic<std::uint64_t>& counter, std::uint64_t count) noexcept {
+    counter.fetch_add(count, std::memory_order_relaxed);
+  }
+  [[nodiscard]] static std::uint64_t read(const std::atomic<std::uint64_t>& counter) noexcept {
+    return counter.load(std::memory_order_relaxed);
+  }
+};
+
+// A chunk and the messages in it.
+struct Delivery {
+  stages::Chunk chunk;
+  std::uint64_t messages = 0;
+};
+
+class Ingress {
+ public:
+  explicit Ingress(std::size_t capacity) : queue_(capacity) {}
+
+  // Into the queue if it has room: true, and `parcel` counted as received; false, untouched.
+  [[nodiscard]] bool try_push(Delivery& parcel, InputCounters& counters);
+  // Waits for room; false once closed.
+  bool push(Delivery&& parcel, InputCounters& counters);
+  // Gives `parcel` up: its messages count as received and dropped.
+  static void drop(const Delivery& parcel, InputCounters& counters) noexcept;
+
+  std::optional<stages::Chunk> pop();
+  void close() { queue_.close(); }
+  [[nodiscard]] std::size_t size_approx() const noexcept { return queue_.size_approx(); }
+
+ private:
+  sync::MpmcBoundedQueue<Delivery> queue_;
+};
+
+class ChunkBuilder final : public stages::FrameSink {
+ public:
+  // `max_chunk`: a chunk is closed once its text reaches this size.
+  ChunkBuilder(std::shared_ptr<const stages::Input> input, std::size_t max_chunk = 256U << 10U);
+
+  void frame(std::string_view message) override;
+  void rejected(stages::FrameRejection why, std::string_view head, std::uint64_t length) override;
+
+  // Closes the chunk being built, if it holds anything.
+  void seal();
+  [[nodiscard]] bool ready() const noexcept { return !ready_.empty(); }
+  [[nodiscard]] Delivery& front() noexcept { return ready_.front(); }
+  void pop() { ready_.pop_front(); }
+
+ private:
+  Delivery& open();
+
+  std::shared_ptr<const stages::Input> input_;
+  std::size_t max_chunk_;
+  std::uint64_t next_line_ = 1;  // the next message's number on this connection
+  std::uint64_t offset_ = 0;     // bytes of messages before it
+  std::optional<Delivery> building_;
+  std::deque<Delivery> ready_;
+};
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,415 @@
+// `log-ingest serve`: inputs on an I/O thread, the pipeline on its workers, signals, the drain and
+// the accounting.
+#include "serve.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "conveyor/framework.hpp"
+#include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/live_totals.hpp"
+#include "conveyor/stages/parse_stage.hpp"
+#include "conveyor/stages/tallies.hpp"
+#include "ingress.hpp"
+#include "serve_writer.hpp"
+#include "service_input.hpp"
+#include "stdin_input.hpp"
+#include "tcp_input.hpp"
+#include "udp_input.hpp"
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+#include "conveyor/prometheus/metrics_server.hpp"
+#include "conveyor/prometheus/pipeline_metrics.hpp"
+#include "live_metrics.hpp"
+#include "serve_metrics.hpp"
+#endif
+
+namespace conveyor::log_ingest {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using std::chrono::steady_clock;
+
+// A records or dead-letters output: "-" is stdout, "none" nothing; a file is appended to, so that
+// a restart keeps what the last run wrote.
+stages::OutputFile open_output(const std::string& path) {
+  if (path == "none" || path.empty()) return {};
+  if (path == "-") return {stdout, "stdout", 0};
+  if (fs::path(path).has_parent_path()) {
+    std::error_code ignored;
+    fs::create_directories(fs::path(path).parent_path(), ignored);
+  }
+  std::FILE* file = std::fopen(path.c_str(), "ab");
+  if (file == nullptr) {
+    throw std::runtime_error("cannot write '" + path + "': " +
+                             std::generic_category().message(errno));
+  }
+  return {file, path, 0};
+}
+
+std::unique_ptr<ServiceInput> make_input(asio::io_context& io, const InputConfig& input,
+                                         const LimitsConfig& limits, Ingress& ingress) {
+  switch (input.type) {
+    case InputType::syslog_tcp:
+    case InputType::tcp:
+      return std::make_unique<TcpInput>(io, input, limits, ingress);
+    case InputType::syslog_udp:
+      return std::make_unique<UdpInput>(io, input, limits, ingress);
+    case InputType::stdin_lines:
+      return std::make_unique<StdinInput>(input, limits, ingress);
+  }
+  return nullptr;
+}
+
+// Everything counted so far, and whether it adds up.
+struct Tally {
+  std::uint64_t received = 0;
+  std::uint64_t written = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t filtered = 0;
+  std::uint64_t dropped = 0;
+  std::uint64_t lost_on_output = 0;
+
+  [[nodiscard]] std::uint64_t accounted() const {
+    return written + rejected + filtered + dropped + lost_on_output;
+  }
+  [[nodiscard]] std::string line() const {
+    const std::uint64_t unaccounted = received > accounted() ? received - accounted() : 0;
+    return "received=" + std::to_string(received) + " written=" + std::to_string(written) +
+           " rejected=" + std::to_string(rejected) + " filtered=" + std::to_string(filtered) +
+           " dropped=" + std::to_string(dropped) +
+           " lost_on_output=" + std::to_string(lost_on_output) +
+           " lost=" + std::to_string(unaccounted);
+  }
+};
+
+Tally tally(const std::vector<std::unique_ptr<ServiceInput>>& inputs, const Accounting& counts) {
+  Tally result;
+  for (const auto& input : inputs) {
+    result.received += InputCounters::read(input->counters().received);
+    result.dropped += InputCounters::read(input->counters().dropped);
+  }
+  result.written = counts.written.load(std::memory_order_relaxed);
+  result.rejected = counts.rejected.load(std::memory_order_relaxed);
+  result.filtered = counts.filtered.load(std::memory_order_relaxed);
+  result.lost_on_output = counts.lost_on_output.load(std::memory_order_relaxed);
+  return result;
+}
+
+// The bad expression among `texts`, with a caret under where it went wrong.
+void print_filter_error(const std::vector<std::string>& texts, const stages::FilterError& error) {
+  for (const std::string& text : texts) {
+    try {
+      (void)stages::Filter::parse(text);
+    } catch (const stages::FilterError& own) {
+      std::fprintf(stderr, "log-ingest: bad where expression: %s\n  %s\n  %*s^\n", own.what(),
+                   text.c_str(), static_cast<int>(own.position()), "");
+      return;
+    }
+  }
+  std::fprintf(stderr, "log-ingest: bad where expression: %s\n", error.what());
+}
+
+// What `serve` checks before it binds: the addresses and the filter. Throws.
+void check(const ServeConfig& config) {
+  for (const InputConfig& input : config.inputs) {
+    if (input.type == InputType::stdin_lines) continue;
+    try {
+      (void)parse_endpoint(input.listen);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(config.file + ": input '" + input.name + "': listen " + error.what());
+    }
+  }
+  if (config.metrics_listen != "none") {
+    try {
+      (void)parse_endpoint(config.metrics_listen);
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(config.file + ": service.metrics_listen " + error.what());
+    }
+  }
+  (void)stages::Filter::parse_all(config.where);
+}
+
+}  // namespace
+
+ServeConfig serve_config_from(const ServeFlags& flags) {
+  ServeConfig config =
+      flags.config.empty() ? default_serve_config() : load_serve_config(flags.config);
+  if (!flags.listen_syslog.empty()) {
+    config.inputs.erase(std::remove_if(config.inputs.begin(), config.inputs.end(),
+                                       [](const InputConfig& input) {
+                                         return input.type == InputType::syslog_tcp ||
+                                                input.type == InputType::syslog_udp;
+                                       }),
+                        config.inputs.end());
+    config.inputs.push_back(
+        {"syslog_tcp", InputType::syslog_tcp, flags.listen_syslog, stages::Format::syslog});
+    config.inputs.push_back(
+        {"syslog_udp", InputType::syslog_udp, flags.listen_syslog, stages::Format::syslog});
+  }
+  if (!flags.listen_tcp.empty()) {
+    const std::optional<stages::Format> format =
+        stages::parse_format(flags.format.empty() ? "combined" : flags.format);
+    if (!format || *format == stages::Format::auto_detect) {
+      throw ConfigError("--format must be common, combined, json or syslog");
+    }
+    config.inputs.push_back({"tcp", InputType::tcp, flags.listen_tcp, *format});
+  }
+  if (flags.stdin_input) {
+    config.inputs.push_back({"stdin", InputType::stdin_lines, "", stages::Format::combined});
+  }
+  if (!flags.output.empty()) config.records = flags.output;
+  if (!flags.metrics_listen.empty()) config.metrics_listen = flags.metrics_listen;
+  for (std::size_t i = 0; i < config.inputs.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (config.inputs[i].name == config.inputs[j].name) {
+        throw ConfigError("two inputs are named '" + config.inputs[i].name + "'");
+      }
+    }
+  }
+  return config;
+}
+
+int validate_config(const ServeFlags& flags) {
+  try {
+    const ServeConfig config = serve_config_from(flags);
+    check(config);
+    std::printf("%s: valid (%zu inputs)\n", config.file.c_str(), config.inputs.size());
+    return 0;
+  } catch (const stages::FilterError& error) {
+    const ServeConfig config = serve_config_from(flags);
+    print_filter_error(config.where, error);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+  }
+  return 1;
+}
+
+int run_serve(const ServeConfig& config) {
+  try {
+    check(config);
+  } catch (const stages::FilterError& error) {
+    print_filter_error(config.where, error);
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    return 2;
+  }
+  const std::size_t workers =
+      config.workers != 0 ? config.workers : std::max(1U, std::thread::hardware_concurrency());
+
+  auto parse = std::make_shared<stages::ParseConfig>();
+  parse->filter = stages::Filter::parse_all(config.where);
+  parse->projection.fields = config.fields;
+  // Frames over the limit never reach the parser; the rest are parsed whatever their length.
+  parse->max_line_length = std::max(config.limits.max_frame_bytes * 4, std::size_t{1} << 16U);
+  {
+    const std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    parse->syslog_year = utc.tm_year + 1900;
+  }
+
+  auto outputs = std::make_shared<ServeOutputs>();
+  outputs->fsync = config.fsync;
+  try {
+    outputs->records = open_output(config.records);
+    outputs->dead_letters = open_output(config.dead_letters);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    outputs->close();
+    return 1;
+  }
+  parse->write_records = outputs->records.file != nullptr;
+  parse->write_dead_letters = outputs->dead_letters.file != nullptr;
+
+  Ingress ingress(config.queue_chunks);
+  asio::io_context io;
+  std::vector<std::unique_ptr<ServiceInput>> inputs;
+  try {
+    for (const InputConfig& input : config.inputs)
+      inputs.push_back(make_input(io, input, config.limits, ingress));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    outputs->close();
+    return 1;
+  }
+
+  auto live = std::make_shared<Shared<stages::LiveTotals>>(
+      "live-totals", std::vector<std::string>{"update", "snapshot"}, stages::LiveTotals(workers));
+  auto tallies = std::make_shared<stages::Tallies>(workers, stages::SummaryOptions{}, live);
+  Pipeline pipeline({.name = "log-ingest-serve",
+                     .executor = Executor::threads(),
+                     .sample_interval = std::chrono::milliseconds(500)});
+  pipeline.track(*live);
+
+  std::atomic<bool> ready{false};
+  std::atomic<bool> draining{false};
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  std::unique_ptr<prometheus::MetricsServer> server;
+  if (config.metrics_listen != "none") {
+    try {
+      server = std::make_unique<prometheus::MetricsServer>(prometheus::MetricsServerOptions{
+          .listen = config.metrics_listen, .auth_file = config.auth_file});
+    } catch (const prometheus::MetricsServerError& error) {
+      std::fprintf(stderr, "log-ingest: %s\n", error.what());
+      outputs->close();
+      return 1;
+    }
+    auto metrics = std::make_shared<prometheus::PipelineMetrics>();
+    std::vector<const InputCounters*> counters;
+    for (const auto& input : inputs)
+      counters.push_back(&input->counters());
+    server->add(metrics);
+    server->add(std::make_shared<LiveMetrics>(live));
+    server->add(std::make_shared<ServeMetrics>(
+        std::move(counters), outputs, [&ingress] { return double(ingress.size_approx()); }));
+    server->set_readiness([&ready, &draining] {
+      return ready.load(std::memory_order_relaxed) && !draining.load(std::memory_order_relaxed);
+    });
+    pipeline.add_observer(metrics);
+    std::fprintf(stderr, "log-ingest: metrics on http://%s/metrics\n", server->address().c_str());
+  }
+#endif
+
+  pipeline.source([&ingress] { return ingress.pop(); }, {.name = "receive"}) |
+      stage(stages::ParseStage(parse, tallies), {.name = "parse",
+                                                 .mode = Mode::parallel,
+                                                 .workers = workers,
+                                                 .channel = Channel::queue(2)}) |
+      sink(ServeWriter(outputs),
+           {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)});
+
+  // Whichever thread a signal lands on, signal_set hands it to the I/O thread's handler below.
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  pipeline.start();
+
+  // The pipeline ends when the Ingress is closed and drained, or when a stage throws.
+  std::exception_ptr failure;
+  std::atomic<bool> pipeline_done{false};
+  std::thread waiter([&] {
+    try {
+      pipeline.wait();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    pipeline_done.store(true, std::memory_order_release);
+    asio::post(io, [&io] { io.stop(); });
+  });
+
+  for (const auto& input : inputs) {
+    input->start();
+    std::fprintf(stderr, "log-ingest: input '%s' (%s) on %s\n", input->counters().name.c_str(),
+                 to_string(config.inputs[static_cast<std::size_t>(&input - inputs.data())].type),
+                 input->where().c_str());
+  }
+  ready.store(true, std::memory_order_relaxed);
+  std::fprintf(stderr, "log-ingest: serving; SIGTERM or Ctrl-C drains and stops\n");
+  std::fflush(stderr);
+
+  // The drain, checked every 20 ms once it starts (or once every input has ended by itself, as
+  // stdin does at its end).
+  std::optional<steady_clock::time_point> deadline;
+  bool forced = false;
+  bool closed = false;
+  asio::steady_timer tick(io);
+  const auto begin_drain = [&] {
+    if (deadline) return;
+    draining.store(true, std::memory_order_relaxed);
+    deadline = steady_clock::now() + config.drain_timeout;
+    for (const auto& input : inputs)
+      input->stop_accepting();
+  };
+  std::function<void()> watch = [&] {
+    tick.expires_after(std::chrono::milliseconds(20));
+    tick.async_wait([&](const boost::system::error_code& error) {
+      if (error) return;
+      const bool all_finished = std::all_of(inputs.begin(), inputs.end(),
+                                            [](const auto& input) { return input->finished(); });
+      if (all_finished && !deadline) begin_drain();
+      if (deadline && !forced && steady_clock::now() >= *deadline) {
+        forced = true;
+        for (const auto& input : inputs)
+          input->close_all();
+      }
+      if (deadline && all_finished && !closed) {
+        closed = true;
+        ingress.close();  // the pipeline drains what is queued, then ends
+      }
+      watch();
+    });
+  };
+  watch();
+
+  std::function<void()> on_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& error, int number) {
+      if (error) return;
+      if (number == SIGHUP) {
+        outputs->reopen.store(true, std::memory_order_relaxed);
+        std::fprintf(stderr, "log-ingest: SIGHUP: reopening the outputs\n");
+      } else if (!deadline) {
+        std::fprintf(stderr, "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
+                     static_cast<long long>(config.drain_timeout.count()));
+        begin_drain();
+      } else {
+        const Tally now = tally(inputs, outputs->accounting);
+        std::fprintf(stderr, "log-ingest: stopped before the drain ended: %s\n",
+                     now.line().c_str());
+        std::fflush(stderr);
+        std::_Exit(1);
+      }
+      std::fflush(stderr);
+      on_signal();
+    });
+  };
+  on_signal();
+
+  io.run();
+  // Ended: the pipeline is done (drained, or failed).
+  waiter.join();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "log-ingest: the pipeline failed: %s\n", error.what());
+    }
+    ingress.close();  // a reader waiting for room gives up
+    for (const auto& input : inputs)
+      input->close_all();
+    outputs->close();
+    return 1;
+  }
+  const bool outputs_closed = outputs->close();
+  const Tally final_tally = tally(inputs, outputs->accounting);
+  std::fprintf(stderr, "log-ingest: drained: %s\n", final_tally.line().c_str());
+  if (!outputs_closed) {
+    std::fprintf(stderr, "log-ingest: could not finish writing the outputs\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace conveyor::log_ingest

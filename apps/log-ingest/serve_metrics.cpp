@@ -1,0 +1,74 @@
+// ServeMetrics: inputs and outputs, at scrape time.
+#include "serve_metrics.hpp"
+
+#include <atomic>
+#include <string>
+
+namespace conveyor::log_ingest {
+
+std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
+  using ::prometheus::MetricType;
+  using Counter = std::atomic<std::uint64_t> InputCounters::*;
+  std::vector<::prometheus::MetricFamily> families;
+  const auto per_input = [&](const char* name, const char* help, Counter counter,
+                             MetricType type = MetricType::Counter) {
+    auto result = prometheus::family(name, help, type);
+    for (const InputCounters* input : inputs_) {
+      const double value = static_cast<double>(InputCounters::read(input->*counter));
+      if (type == MetricType::Counter) {
+        prometheus::add_counter(result, {{"input", input->name}}, value);
+      } else {
+        prometheus::add_gauge(result, {{"input", input->name}}, value);
+      }
+    }
+    families.push_back(std::move(result));
+  };
+  per_input("log_ingest_received_total",
+            "Messages received, including those dead-lettered or dropped.",
+            &InputCounters::received);
+  per_input("log_ingest_received_bytes_total", "Bytes read from clients.", &InputCounters::bytes);
+  per_input("log_ingest_connections", "Client connections open now.",
+            &InputCounters::connections, MetricType::Gauge);
+  per_input("log_ingest_connections_total", "Client connections accepted.",
+            &InputCounters::connections_total);
+  per_input("log_ingest_connections_rejected_total",
+            "Connections closed at once: over max_connections.",
+            &InputCounters::connections_rejected);
+  per_input("log_ingest_framing_errors_total",
+            "Connections closed because a frame's octet count was malformed.",
+            &InputCounters::framing_errors);
+  per_input("log_ingest_idle_disconnects_total", "Connections closed after idle_timeout.",
+            &InputCounters::idle_disconnects);
+
+  auto dropped = prometheus::family("log_ingest_dropped_total",
+                                    "Messages dropped, by input and reason.", MetricType::Counter);
+  for (const InputCounters* input : inputs_) {
+    prometheus::add_counter(dropped, {{"input", input->name}, {"reason", "udp_overflow"}},
+                            static_cast<double>(InputCounters::read(input->dropped)));
+  }
+  families.push_back(std::move(dropped));
+
+  const Accounting& accounting = outputs_->accounting;
+  auto written = prometheus::family("log_ingest_written_total", "Records written to the output.",
+                                    MetricType::Counter);
+  prometheus::add_counter(written, {},
+                          static_cast<double>(accounting.written.load(std::memory_order_relaxed)));
+  families.push_back(std::move(written));
+  auto errors = prometheus::family("log_ingest_output_errors_total",
+                                   "Writes to an output that failed.", MetricType::Counter);
+  prometheus::add_counter(
+      errors, {{"output", "records"}},
+      static_cast<double>(accounting.record_errors.load(std::memory_order_relaxed)));
+  prometheus::add_counter(
+      errors, {{"output", "dead_letters"}},
+      static_cast<double>(accounting.dead_letter_errors.load(std::memory_order_relaxed)));
+  families.push_back(std::move(errors));
+  auto queued = prometheus::family("log_ingest_queue_chunks",
+                                   "Chunks waiting between the inputs and the parsers.",
+                                   MetricType::Gauge);
+  prometheus::add_gauge(queued, {}, queued_());
+  families.push_back(std::move(queued));
+  return families;
+}
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,42 @@
+// ServiceInput: one input of `log-ingest serve` (a TCP or UDP listener, stdin), as the service
+// starts, drains and counts it. Inputs hand what they read to the Ingress (ingress.hpp).
+//
+// Contract: every member is called on the service's I/O thread (the io_context that the input
+// was made with). `stop_accepting` takes no new clients, and UDP inputs read what is already
+// queued to them and close; `close_all` ends every connection at once (the drain timeout); after
+// either, the input becomes `finished()` once everything it read is in the Ingress.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/ip/address.hpp>
+
+#include "ingress.hpp"
+
+namespace conveyor::log_ingest {
+
+class ServiceInput {
+ public:
+  virtual ~ServiceInput() = default;
+
+  virtual void start() = 0;
+  virtual void stop_accepting() = 0;
+  virtual void close_all() = 0;
+  [[nodiscard]] virtual bool finished() const = 0;
+  // Where it listens, as a URL (tcp://127.0.0.1:5514), for the log.
+  [[nodiscard]] virtual std::string where() const = 0;
+  [[nodiscard]] virtual InputCounters& counters() = 0;
+};
+
+struct Endpoint {
+  boost::asio::ip::address address;
+  std::uint16_t port = 0;
+};
+
+// HOST:PORT, where HOST is an IPv4 address, `localhost` or a bracketed IPv6 address; throws
+// std::invalid_argument naming what is wrong.
+Endpoint parse_endpoint(const std::string& text);
+
+}  // namespace conveyor::log_ingest

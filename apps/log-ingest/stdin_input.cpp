@@ -1,0 +1,65 @@
+// StdinInput: lines from fd 0.
+#include "stdin_input.hpp"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <string_view>
+
+namespace conveyor::log_ingest {
+
+StdinInput::StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress)
+    : config_(config),
+      limits_(limits),
+      ingress_(ingress),
+      counters_(config.name),
+      input_(std::make_shared<const stages::Input>(
+          stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
+
+StdinInput::~StdinInput() {
+  stop_accepting();
+  if (reader_.joinable()) reader_.join();
+}
+
+void StdinInput::start() {
+  reader_ = std::thread([this] { read_all(); });
+}
+
+void StdinInput::read_all() {
+  stages::FrameDecoder decoder({.max_frame_bytes = limits_.max_frame_bytes},
+                               stages::Framing::lines);
+  ChunkBuilder builder(input_);
+  std::array<char, 64U << 10U> buffer{};
+  const auto hand_over = [&] {
+    builder.seal();
+    while (builder.ready()) {
+      Delivery& next = builder.front();
+      if (!ingress_.push(std::move(next), counters_)) return;
+      builder.pop();
+    }
+  };
+  for (;;) {
+    pollfd ready{.fd = STDIN_FILENO, .events = POLLIN, .revents = 0};
+    // Wakes every 100 ms to see a stop; after one, reads only what is there already.
+    const bool stopping = stop_.load(std::memory_order_relaxed);
+    const int polled = ::poll(&ready, 1, stopping ? 0 : 100);
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled == 0) {
+      if (stopping) break;
+      continue;
+    }
+    const ssize_t count = ::read(STDIN_FILENO, buffer.data(), buffer.size());
+    if (count < 0 && errno == EINTR) continue;
+    if (count <= 0) break;  // the end, or an error that reading again would repeat
+    InputCounters::add(counters_.bytes, static_cast<std::uint64_t>(count));
+    decoder.feed(std::string_view(buffer.data(), static_cast<std::size_t>(count)), builder);
+    hand_over();
+  }
+  decoder.finish(builder);
+  hand_over();
+  finished_.store(true, std::memory_order_release);
+}
+
+}  // namespace conveyor::log_ingest

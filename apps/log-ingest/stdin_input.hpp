@@ -1,0 +1,47 @@
+// StdinInput: `log-ingest serve` reading plain lines from its standard input, on a thread of its
+// own (stdin may be a file, a pipe or a terminal, which an event loop cannot all wait on). It
+// waits for room in the Ingress, so a producer writing into the pipe is slowed, never dropped.
+//
+// Contract: ServiceInput's, except that `finished()` may be called from any thread. At the end of
+// stdin, or once `stop_accepting` was called and nothing more is ready to read, it hands over what
+// it holds (an unterminated last line is a message) and finishes.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "serve_config.hpp"
+#include "service_input.hpp"
+
+namespace conveyor::log_ingest {
+
+class StdinInput final : public ServiceInput {
+ public:
+  StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress);
+  ~StdinInput() override;
+
+  void start() override;
+  void stop_accepting() override { stop_.store(true, std::memory_order_relaxed); }
+  void close_all() override { stop_accepting(); }
+  [[nodiscard]] bool finished() const override {
+    return finished_.load(std::memory_order_acquire);
+  }
+  [[nodiscard]] std::string where() const override { return "stdin"; }
+  [[nodiscard]] InputCounters& counters() override { return counters_; }
+
+ private:
+  void read_all();
+
+  InputConfig config_;
+  LimitsConfig limits_;
+  Ingress& ingress_;
+  InputCounters counters_;
+  std::shared_ptr<const stages::Input> input_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};  // release: after its last push
+  std::thread reader_;
+};
+
+}  // namespace conveyor::log_ingest

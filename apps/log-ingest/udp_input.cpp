@@ -1,0 +1,102 @@
+// UdpInput: datagrams into chunks.
+#include "udp_input.hpp"
+
+#include <string_view>
+#include <system_error>
+
+namespace conveyor::log_ingest {
+
+namespace asio = boost::asio;
+using asio::ip::udp;
+using boost::system::error_code;
+
+namespace {
+// The most a datagram can carry, plus one byte to tell one that is cut off.
+constexpr std::size_t datagram_buffer = 65536;
+constexpr std::size_t chunk_bytes = 256U << 10U;
+}  // namespace
+
+UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
+                   Ingress& ingress)
+    : config_(config),
+      limits_(limits),
+      ingress_(ingress),
+      counters_(config.name),
+      input_(std::make_shared<const stages::Input>(
+          stages::Input{.name = config.name, .index = 0, .format = config.format})),
+      socket_(io),
+      buffer_(datagram_buffer),
+      builder_(std::make_unique<ChunkBuilder>(input_, chunk_bytes)) {
+  const Endpoint endpoint = parse_endpoint(config.listen);
+  const udp::endpoint at(endpoint.address, endpoint.port);
+  try {
+    socket_.open(at.protocol());
+    socket_.set_option(udp::socket::reuse_address(true));
+    // A larger kernel queue rides out short bursts while the pipeline catches up.
+    error_code ignored;
+    socket_.set_option(asio::socket_base::receive_buffer_size(8 << 20), ignored);
+    socket_.bind(at);
+    socket_.non_blocking(true);
+  } catch (const boost::system::system_error& error) {
+    throw std::system_error(error.code().value(), std::generic_category(),
+                            "input '" + config.name + "': cannot listen on udp://" +
+                                config.listen);
+  }
+  bound_ = socket_.local_endpoint();
+}
+
+void UdpInput::start() { wait(); }
+
+void UdpInput::wait() {
+  socket_.async_wait(udp::socket::wait_read, [this](const error_code& error) {
+    if (error) return;  // closed
+    while (drain_once()) {
+    }
+    if (socket_.is_open()) wait();
+  });
+}
+
+bool UdpInput::drain_once() {
+  std::size_t taken = 0;
+  std::size_t bytes = 0;
+  while (bytes < chunk_bytes && socket_.is_open()) {
+    error_code error;
+    udp::endpoint from;
+    const std::size_t size = socket_.receive_from(asio::buffer(buffer_), from, 0, error);
+    if (error) break;  // would_block: none left (others: nothing to read now either)
+    ++taken;
+    bytes += size;
+    InputCounters::add(counters_.bytes, size);
+    std::string_view message(buffer_.data(), size);
+    if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
+    if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
+    if (message.size() > limits_.max_frame_bytes) {
+      builder_->rejected(stages::FrameRejection::oversized, message.substr(0, 256),
+                         message.size());
+    } else {
+      builder_->frame(message);
+    }
+  }
+  builder_->seal();
+  while (builder_->ready()) {
+    if (!ingress_.try_push(builder_->front(), counters_)) Ingress::drop(builder_->front(), counters_);
+    builder_->pop();
+  }
+  return taken > 0 && bytes >= chunk_bytes;
+}
+
+void UdpInput::stop_accepting() {
+  if (!socket_.is_open()) return;
+  while (drain_once()) {
+  }
+  error_code ignored;
+  socket_.close(ignored);
+}
+
+std::string UdpInput::where() const {
+  const std::string host = bound_.address().is_v6() ? "[" + bound_.address().to_string() + "]"
+                                                    : bound_.address().to_string();
+  return "udp://" + host + ":" + std::to_string(bound_.port());
+}
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,51 @@
+// UdpInput: a syslog listener over UDP for `log-ingest serve`, one message per datagram (a
+// trailing LF or CRLF dropped). It reads whatever datagrams are queued, up to a chunk, and hands
+// the chunk to the Ingress at once. UDP cannot make a sender wait: when the Ingress is full the
+// chunk is dropped and counted (`log_ingest_dropped_total{reason="udp_overflow"}`). A datagram
+// over `max_frame_bytes` is dead-lettered with its head.
+//
+// Contract: ServiceInput's. The constructor binds, and throws std::system_error naming the
+// address when it cannot. `stop_accepting` reads the datagrams already queued, then closes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/udp.hpp>
+
+#include "serve_config.hpp"
+#include "service_input.hpp"
+
+namespace conveyor::log_ingest {
+
+class UdpInput final : public ServiceInput {
+ public:
+  UdpInput(boost::asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
+           Ingress& ingress);
+
+  void start() override;
+  void stop_accepting() override;
+  void close_all() override { stop_accepting(); }
+  [[nodiscard]] bool finished() const override { return !socket_.is_open(); }
+  [[nodiscard]] std::string where() const override;
+  [[nodiscard]] InputCounters& counters() override { return counters_; }
+
+ private:
+  void wait();
+  // Reads the queued datagrams into one chunk and hands it over; false when none was queued.
+  bool drain_once();
+
+  InputConfig config_;
+  LimitsConfig limits_;
+  Ingress& ingress_;
+  InputCounters counters_;
+  std::shared_ptr<const stages::Input> input_;
+  boost::asio::ip::udp::socket socket_;
+  boost::asio::ip::udp::endpoint bound_;
+  std::vector<char> buffer_;
+  std::unique_ptr<ChunkBuilder> builder_;
+};
+
+}  // namespace conveyor::log_ingest
