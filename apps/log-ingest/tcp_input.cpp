@@ -144,19 +144,23 @@ void TcpInput::accept() {
       accept();  // a client that went away before it was accepted; EMFILE: try the next
       return;
     }
-    if (connections_.size() >= limits_.max_connections) {
-      InputCounters::add(counters_.connections_rejected, 1);
-      error_code ignored;
-      socket.close(ignored);
-    } else {
-      auto connection = std::make_shared<TcpConnection>(*this, std::move(socket));
-      connections_.insert(connection.get());
-      counters_.connections.store(connections_.size(), std::memory_order_relaxed);
-      InputCounters::add(counters_.connections_total, 1);
-      connection->start();
-    }
+    adopt(std::move(socket));
     if (accepting_) accept();
   });
+}
+
+void TcpInput::adopt(tcp::socket socket) {
+  if (connections_.size() >= limits_.max_connections) {
+    InputCounters::add(counters_.connections_rejected, 1);
+    error_code ignored;
+    socket.close(ignored);
+    return;
+  }
+  auto connection = std::make_shared<TcpConnection>(*this, std::move(socket));
+  connections_.insert(connection.get());
+  counters_.connections.store(connections_.size(), std::memory_order_relaxed);
+  InputCounters::add(counters_.connections_total, 1);
+  connection->start();
 }
 
 void TcpInput::closed(TcpConnection* connection) {
@@ -165,7 +169,17 @@ void TcpInput::closed(TcpConnection* connection) {
 }
 
 void TcpInput::stop_accepting() {
+  if (!acceptor_.is_open()) return;
   accepting_ = false;
+  // Clients the kernel has already connected wait in the backlog, and may have sent messages:
+  // closing the listener would reset them. They are taken in, and drained like the others.
+  error_code error;
+  acceptor_.non_blocking(true, error);
+  while (!error) {
+    tcp::socket socket(io_);
+    acceptor_.accept(socket, error);
+    if (!error) adopt(std::move(socket));
+  }
   error_code ignored;
   acceptor_.close(ignored);
 }

@@ -44,6 +44,8 @@ class TcpInput final : public ServiceInput {
   friend class TcpConnection;
 
   void accept();
+  // Takes an accepted client in, or closes it when max_connections are open.
+  void adopt(boost::asio::ip::tcp::socket socket);
   void closed(TcpConnection* connection);
 
   boost::asio::io_context& io_;

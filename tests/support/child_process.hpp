@@ -124,6 +124,17 @@ class ChildProcess {
   int stop(int signal, std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return -1;
     ::kill(pid_, signal);
+    return wait(timeout);
+  }
+
+  // Sends `signal` and returns at once.
+  void send_signal(int signal) const {
+    if (pid_ > 0) ::kill(pid_, signal);
+  }
+
+  // Waits up to `timeout` for the exit: its status, or -1 as stop() says.
+  int wait(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return -1;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     int status = 0;
     while (std::chrono::steady_clock::now() < deadline) {

@@ -1,0 +1,117 @@
+// log-ingest serve's configuration: defaults, every section, and errors that say where.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "serve_config.hpp"
+
+namespace {
+
+using conveyor::log_ingest::ConfigError;
+using conveyor::log_ingest::InputType;
+using conveyor::log_ingest::parse_serve_config;
+using conveyor::log_ingest::ServeConfig;
+
+// The message of the ConfigError that `text` raises, or "" if it loads.
+std::string error_of(const std::string& text) {
+  try {
+    (void)parse_serve_config(text, "test.yaml");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ServeConfig, AnEmptyFileIsTheDefaults) {
+  const ServeConfig config = parse_serve_config("", "empty.yaml");
+  ASSERT_EQ(config.inputs.size(), 2U);
+  EXPECT_EQ(config.inputs[0].type, InputType::syslog_tcp);
+  EXPECT_EQ(config.inputs[0].listen, "127.0.0.1:5514");
+  EXPECT_EQ(config.inputs[1].type, InputType::syslog_udp);
+  EXPECT_EQ(config.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(config.limits.max_connections, 1024U);
+  EXPECT_EQ(config.limits.max_frame_bytes, 65536U);
+  EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(5));
+  EXPECT_EQ(config.drain_timeout, std::chrono::seconds(30));
+}
+
+TEST(ServeConfig, ReadsEverySection) {
+  const ServeConfig config = parse_serve_config(R"(
+inputs:
+  - {name: edge, type: syslog_tcp, listen: "0.0.0.0:6514"}
+  - name: web
+    type: tcp
+    listen: "[::1]:5515"
+    format: json
+  - {type: stdin}
+pipeline:
+  where: ["status>=500", "path~^/api"]
+  fields: [time, path]
+  workers: 3
+  queue_chunks: 8
+outputs: {records: "-", dead_letters: none, fsync: yes}
+service:
+  metrics_listen: none
+  auth_file: /etc/auth
+  drain_timeout: 250ms
+  limits: {max_connections: 10, max_frame_bytes: 1MiB, idle_timeout: 2m}
+)",
+                                                "full.yaml");
+  ASSERT_EQ(config.inputs.size(), 3U);
+  EXPECT_EQ(config.inputs[0].name, "edge");
+  EXPECT_EQ(config.inputs[1].format, conveyor::stages::Format::json);
+  EXPECT_EQ(config.inputs[2].name, "stdin");
+  EXPECT_EQ(config.inputs[2].type, InputType::stdin_lines);
+  EXPECT_EQ(config.where.size(), 2U);
+  EXPECT_EQ(config.fields.size(), 2U);
+  EXPECT_EQ(config.workers, 3U);
+  EXPECT_EQ(config.queue_chunks, 8U);
+  EXPECT_EQ(config.records, "-");
+  EXPECT_EQ(config.dead_letters, "none");
+  EXPECT_TRUE(config.fsync);
+  EXPECT_EQ(config.metrics_listen, "none");
+  EXPECT_EQ(config.auth_file, "/etc/auth");
+  EXPECT_EQ(config.drain_timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(config.limits.max_connections, 10U);
+  EXPECT_EQ(config.limits.max_frame_bytes, 1U << 20U);
+  EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(2));
+}
+
+TEST(ServeConfig, AnUnknownKeyNamesItsLineAndColumn) {
+  const std::string error = error_of("service:\n  drain_timeout: 1s\n  max_conections: 5\n");
+  EXPECT_NE(error.find("test.yaml:3:3:"), std::string::npos) << error;
+  EXPECT_NE(error.find("service.max_conections"), std::string::npos) << error;
+}
+
+TEST(ServeConfig, WrongTypesAndRangesAreErrors) {
+  EXPECT_NE(error_of("pipeline:\n  workers: many\n").find("test.yaml:2:12:"), std::string::npos);
+  EXPECT_NE(error_of("pipeline:\n  workers: 1000\n").find("between 0 and 256"),
+            std::string::npos);
+  EXPECT_NE(error_of("service:\n  drain_timeout: soon\n").find("a duration"), std::string::npos);
+  EXPECT_NE(error_of("service:\n  limits: {max_frame_bytes: 12parsecs}\n").find("a size"),
+            std::string::npos);
+  EXPECT_NE(error_of("outputs: {fsync: maybe}\n").find("true or false"), std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: carrier_pigeon}\n").find("inputs[0].type"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {name: a}\n").find("needs a type"), std::string::npos);
+  EXPECT_NE(error_of("inputs: {}\n").find("must be a list"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("must hold a map"), std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp, format: auto}\n").find("format"),
+            std::string::npos);
+}
+
+TEST(ServeConfig, BadYamlSaysWhere) {
+  const std::string error = error_of("service:\n  limits: {max_connections: 5\n");
+  EXPECT_EQ(error.rfind("test.yaml:", 0), 0U) << error;
+}
+
+TEST(ServeConfig, TwoInputsCannotShareAName) {
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp}\n  - {type: tcp}\n").find("two inputs"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: stdin, name: a}\n  - {type: stdin, name: b}\n")
+                .find("stdin can be read only once"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,485 @@
+// `log-ingest serve` end to end, over real sockets on 127.0.0.1: many TCP clients with both
+// framings, the limits (connections, frame size, idle clients, bad octet counts), UDP, the drain
+// on SIGTERM with /readyz, the drain timeout, and a second signal. Every test counts every message
+// and checks the accounting line the service logs. Loops are bounded; a watchdog ends a hang.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "child_process.hpp"
+#include "watchdog.hpp"
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+#include "http_get.hpp"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+#ifdef CONVEYOR_SANITIZED
+constexpr int many_clients = 20;
+constexpr int messages_each = 1000;
+#else
+constexpr int many_clients = 100;
+constexpr int messages_each = 10'000;
+#endif
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<std::string> lines_of(const fs::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  return lines;
+}
+
+// `prefix` followed by the numbers, dash-separated (GCC 12 warns, wrongly, on "x" + to_string(n)).
+std::string name(std::string prefix, int number, int second = -1) {
+  prefix.append(std::to_string(number));
+  if (second >= 0) prefix.append("-").append(std::to_string(second));
+  return prefix;
+}
+
+// An RFC 5424 message whose text is `text`.
+std::string syslog_message(const std::string& text) {
+  return "<34>1 2024-10-11T22:14:15.003Z web-1 app 42 - - " + text;
+}
+
+// The "message" field of a record line.
+std::string message_of(const std::string& record) {
+  static const std::string key = "\"message\":\"";
+  const std::size_t start = record.find(key);
+  if (start == std::string::npos) return {};
+  const std::size_t from = start + key.size();
+  return record.substr(from, record.find('"', from) - from);
+}
+
+// A connected TCP client on 127.0.0.1.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    if (fd_ < 0) throw std::runtime_error("socket failed");
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    if (::connect(fd_, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("cannot connect to port " + std::to_string(port));
+    }
+  }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client() { close(); }
+
+  // False once the peer has closed.
+  bool send(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t sent = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (sent < 0 && errno == EINTR) continue;
+      if (sent <= 0) return false;
+      done += static_cast<std::size_t>(sent);
+    }
+    return true;
+  }
+
+  // Whether the server closes the connection within `timeout`.
+  bool closed_within(std::chrono::milliseconds timeout) const {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd ready{.fd = fd_, .events = POLLIN, .revents = 0};
+      if (::poll(&ready, 1, 50) <= 0) continue;
+      char byte = 0;
+      const ssize_t got = ::recv(fd_, &byte, 1, 0);
+      if (got <= 0) return true;
+    }
+    return false;
+  }
+
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+void send_datagram(int fd, std::uint16_t port, const std::string& message) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  (void)::sendto(fd, message.data(), message.size(), 0, reinterpret_cast<sockaddr*>(&address),
+                 sizeof address);
+}
+
+// The accounting line's numbers: received, written, rejected, filtered, dropped, lost.
+std::map<std::string, std::uint64_t> accounting(const std::string& log, const std::string& how) {
+  std::map<std::string, std::uint64_t> numbers;
+  std::string prefix = "log-ingest: ";
+  prefix.append(how).append(": ");
+  const std::size_t line = log.find(prefix);
+  if (line == std::string::npos) return numbers;
+  const std::string text = log.substr(line, log.find('\n', line) - line);
+  static const std::regex pair(R"(([a-z_]+)=([0-9]+))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), pair); it != std::sregex_iterator();
+       ++it) {
+    numbers[(*it)[1]] = std::stoull((*it)[2]);
+  }
+  return numbers;
+}
+
+// `log-ingest serve` with its outputs in a directory of its own and every port picked by the
+// kernel (0), read back from its log.
+class Service {
+ public:
+  Service(const std::string& name, const std::string& service_yaml,
+          const std::string& inputs_yaml = default_inputs)
+      : dir_(fs::temp_directory_path() /
+             ("conveyor-serve-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "serve.yaml")
+        << "inputs:\n"
+        << inputs_yaml << "outputs:\n  records: " << (dir_ / "records.jsonl").string()
+        << "\n  dead_letters: " << (dir_ / "dead.jsonl").string()
+        << "\npipeline:\n  workers: 2\nservice:\n  metrics_listen: 127.0.0.1:0\n"
+        << service_yaml;
+    child_ = std::make_unique<conveyor::testing::ChildProcess>(
+        std::vector<std::string>{CONVEYOR_LOG_INGEST, "serve", "--config",
+                                 (dir_ / "serve.yaml").string()},
+        (dir_ / "stderr.txt").string());
+    for (int i = 0; i < 1000 && log().find("serving;") == std::string::npos; ++i) {
+      if (!child_->running()) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    if (log().find("serving;") == std::string::npos) {
+      throw std::runtime_error("serve did not start:\n" + log());
+    }
+    static const std::regex listening(R"(input '([a-z_]+)' \([a-z_]+\) on [a-z]+://[0-9.]+:([0-9]+))");
+    static const std::regex metrics(R"(metrics on http://[0-9.]+:([0-9]+)/)");
+    const std::string text = log();
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), listening);
+         it != std::sregex_iterator(); ++it) {
+      ports_[(*it)[1]] = static_cast<std::uint16_t>(std::stoi((*it)[2]));
+    }
+    std::smatch match;
+    if (std::regex_search(text, match, metrics)) {
+      ports_["metrics"] = static_cast<std::uint16_t>(std::stoi(match[1]));
+    }
+  }
+
+  static constexpr const char* default_inputs =
+      "  - {name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:0\"}\n"
+      "  - {name: syslog_udp, type: syslog_udp, listen: \"127.0.0.1:0\"}\n";
+
+  [[nodiscard]] std::uint16_t port(const std::string& input) const { return ports_.at(input); }
+  [[nodiscard]] std::string log() const { return read_file(dir_ / "stderr.txt"); }
+  [[nodiscard]] fs::path records() const { return dir_ / "records.jsonl"; }
+  [[nodiscard]] fs::path dead_letters() const { return dir_ / "dead.jsonl"; }
+  conveyor::testing::ChildProcess& child() { return *child_; }
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  // The value of one sample on /metrics, e.g. `log_ingest_connections{input="syslog_tcp"}`.
+  std::optional<double> metric(const std::string& sample) const {
+    const conveyor::testing::HttpResponse response = conveyor::testing::http_get(
+        ports_.at("metrics"), "/metrics");
+    std::string line(1, '\n');
+    line.append(sample).append(" ");
+    const std::size_t at = response.body.find(line);
+    if (at == std::string::npos) return std::nullopt;
+    return std::stod(response.body.substr(at + sample.size() + 2));
+  }
+  int readyz() const { return conveyor::testing::http_get(ports_.at("metrics"), "/readyz").status; }
+#endif
+
+  // Polls `condition` every 20 ms for up to `timeout`.
+  template <class Condition>
+  static bool eventually(Condition condition, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (condition()) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return condition();
+  }
+
+ private:
+  fs::path dir_;
+  std::unique_ptr<conveyor::testing::ChildProcess> child_;
+  std::map<std::string, std::uint16_t> ports_;
+};
+
+// Every message of every client, octet-counted and LF-terminated frames mixed on each
+// connection, is written exactly once, and the accounting adds up.
+TEST(LogIngestServe, ManyTcpClientsEveryMessageWrittenOnce) {
+  conveyor::testing::Watchdog watchdog(300s);
+  Service service("many", "");
+  const std::uint16_t port = service.port("syslog_tcp");
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < many_clients; ++c) {
+    clients.emplace_back([&, c] {
+      Client client(port);
+      std::string batch;
+      for (int i = 0; i < messages_each; ++i) {
+        const std::string message = syslog_message(name("m", c, i));
+        if (i % 2 == 0) {
+          batch += std::to_string(message.size()) + " " + message;
+        } else {
+          batch += message + "\n";
+        }
+        if (batch.size() > 16384 || i + 1 == messages_each) {
+          if (!client.send(batch)) failures.fetch_add(1, std::memory_order_relaxed);
+          batch.clear();
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients)
+    client.join();
+  ASSERT_EQ(failures.load(), 0);
+  ASSERT_EQ(service.child().stop(SIGTERM, 120s), 0) << service.log();
+
+  const std::uint64_t total = std::uint64_t{many_clients} * messages_each;
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), total) << service.log();
+  EXPECT_EQ(counts.at("written"), total);
+  EXPECT_EQ(counts.at("lost"), 0U);
+  std::set<std::string> seen;
+  for (const std::string& line : lines_of(service.records())) {
+    ASSERT_TRUE(seen.insert(message_of(line)).second) << "written twice: " << line;
+  }
+  ASSERT_EQ(seen.size(), total);
+  for (int c = 0; c < many_clients; c += 7) {
+    EXPECT_EQ(seen.count(name("m", c, messages_each - 1)), 1U);
+  }
+}
+
+// The limits: connections over max_connections are closed at once, an oversized frame is
+// dead-lettered and the next one parsed, a bad octet count closes its connection, and a client
+// that goes quiet is disconnected. The good messages around them are all written.
+TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("limits",
+                  "  limits: {max_connections: 3, max_frame_bytes: 1KiB, idle_timeout: 300ms}\n");
+  const std::uint16_t port = service.port("syslog_tcp");
+  int good = 0;
+  {
+    std::vector<std::unique_ptr<Client>> held;
+    for (int i = 0; i < 3; ++i) {
+      held.push_back(std::make_unique<Client>(port));
+      ASSERT_TRUE(held.back()->send(syslog_message(name("held-", i)) + "\n"));
+      ++good;
+    }
+    Client extra(port);
+    EXPECT_TRUE(extra.closed_within(5s)) << "the connection over the limit stayed open";
+    for (auto& client : held) {
+      EXPECT_FALSE(client->closed_within(50ms));
+      EXPECT_TRUE(client->send(syslog_message(name("still-", good)) + "\n"));
+      ++good;
+    }
+  }
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_EQ(service.metric("log_ingest_connections_rejected_total{input=\"syslog_tcp\"}"), 1.0);
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_connections{input=\"syslog_tcp\"}") == 0.0;
+  }));
+#else
+  std::this_thread::sleep_for(500ms);
+#endif
+  {
+    // Oversized, LF-terminated and octet-counted, each followed by a good frame.
+    Client client(port);
+    const std::string big(2000, 'x');
+    std::string bytes = syslog_message(big) + "\n" + syslog_message("after-lf") + "\n";
+    const std::string counted = syslog_message(big);
+    bytes += std::to_string(counted.size()) + " " + counted;
+    const std::string after = syslog_message("after-counted");
+    bytes += std::to_string(after.size()) + " " + after;
+    ASSERT_TRUE(client.send(bytes));
+    good += 2;
+    // A bad octet count (eleven digits) ends the connection.
+    ASSERT_TRUE(client.send("12345678901 x"));
+    EXPECT_TRUE(client.closed_within(5s));
+  }
+  {
+    // Slowloris: a few bytes, then nothing.
+    Client client(port);
+    ASSERT_TRUE(client.send("<34>1 2024-10-11"));
+    EXPECT_TRUE(client.closed_within(10s)) << "an idle client was not disconnected";
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("written"), static_cast<std::uint64_t>(good)) << service.log();
+  // Two oversized frames and the slowloris's cut-off frame.
+  EXPECT_EQ(counts.at("rejected"), 3U) << service.log();
+  EXPECT_EQ(counts.at("received"), counts.at("written") + counts.at("rejected"));
+  std::set<std::string> messages;
+  for (const std::string& line : lines_of(service.records()))
+    messages.insert(message_of(line));
+  EXPECT_EQ(messages.count("after-lf"), 1U);
+  EXPECT_EQ(messages.count("after-counted"), 1U);
+  const std::string dead = read_file(service.dead_letters());
+  EXPECT_NE(dead.find("too long"), std::string::npos) << dead;
+}
+
+// UDP: one message per datagram; everything sent is received, written or counted as dropped.
+TEST(LogIngestServe, UdpDatagramsAreAllAccountedFor) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("udp", "");
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  constexpr int sent = 2000;
+  for (int i = 0; i < sent; ++i) {
+    send_datagram(fd, service.port("syslog_udp"), syslog_message(name("u", i)));
+    // Paced, so that the kernel's socket buffer never overflows: its drops nobody can count.
+    if (i % 50 == 49) std::this_thread::sleep_for(2ms);
+  }
+  ::close(fd);
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_received_total{input=\"syslog_udp\"}") == double{sent};
+  }));
+#else
+  std::this_thread::sleep_for(1s);
+#endif
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), static_cast<std::uint64_t>(sent)) << service.log();
+  EXPECT_EQ(counts.at("written") + counts.at("dropped"), static_cast<std::uint64_t>(sent));
+  EXPECT_EQ(lines_of(service.records()).size(), counts.at("written"));
+}
+
+// SIGTERM drains: no new connections, /readyz 503, but a connected client's messages, even those
+// sent after the signal, are all written before the process exits 0 once the client closes.
+TEST(LogIngestServe, SigtermDrainsConnectedClients) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("drain", "");
+  const std::uint16_t port = service.port("syslog_tcp");
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_EQ(service.readyz(), 200);
+#endif
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int c = 0; c < 50; ++c) {
+    clients.push_back(std::make_unique<Client>(port));
+    ASSERT_TRUE(clients.back()->send(syslog_message(name("before-", c)) + "\n"));
+  }
+  service.child().send_signal(SIGTERM);
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] { return service.readyz() == 503; }));
+#else
+  std::this_thread::sleep_for(300ms);
+#endif
+  EXPECT_TRUE(service.child().running()) << "exited while clients were still connected";
+  for (int c = 0; c < 50; ++c) {
+    ASSERT_TRUE(clients[c]->send(syslog_message(name("after-", c)) + "\n"));
+  }
+  clients.clear();
+  ASSERT_EQ(service.child().wait(60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 100U) << service.log();
+  EXPECT_EQ(counts.at("written"), 100U);
+  EXPECT_EQ(counts.at("lost"), 0U);
+  EXPECT_EQ(lines_of(service.records()).size(), 100U);
+}
+
+// A client that never closes is cut off at drain_timeout; what it sent is still written.
+TEST(LogIngestServe, DrainTimeoutEndsAClientThatStays) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("timeout", "  drain_timeout: 300ms\n");
+  Client client(service.port("syslog_tcp"));
+  ASSERT_TRUE(client.send(syslog_message("kept") + "\n"));
+  std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("written"), 1U) << service.log();
+}
+
+// A second signal during the drain exits 1 at once, with the accounting line.
+TEST(LogIngestServe, SecondSignalExitsAtOnce) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("second", "");
+  Client client(service.port("syslog_tcp"));
+  ASSERT_TRUE(client.send(syslog_message("one") + "\n"));
+  service.child().send_signal(SIGTERM);
+  ASSERT_TRUE(Service::eventually(
+      [&] { return service.log().find("draining") != std::string::npos; }));
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 1) << service.log();
+  EXPECT_FALSE(accounting(service.log(), "stopped before the drain ended").empty())
+      << service.log();
+}
+
+// Plain lines over TCP, in the format the input names.
+TEST(LogIngestServe, PlainLinesOverTcp) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("lines", "",
+                  "  - {name: access, type: tcp, listen: \"127.0.0.1:0\", format: combined}\n");
+  {
+    Client client(service.port("access"));
+    std::string text;
+    for (int i = 0; i < 100; ++i) {
+      text += "10.0.0." + std::to_string(i) +
+              " - - [10/Oct/2024:13:55:36 +0000] \"GET /a HTTP/1.1\" 200 5 \"-\" \"curl\"\n";
+    }
+    ASSERT_TRUE(client.send(text + "not a log line\n"));
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("written"), 100U) << service.log();
+  EXPECT_EQ(counts.at("rejected"), 1U);
+}
+
+}  // namespace
+
+namespace {
+
+// `validate` exits 1 with the file, line and column of the mistake, and 0 for a good file.
+TEST(LogIngestValidate, SaysWhereTheMistakeIs) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir = fs::temp_directory_path() /
+                       ("conveyor-validate-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.yaml") << "service:\n  limits:\n    idle_timeout: forever\n";
+  std::ofstream(dir / "good.yaml") << "inputs:\n  - {type: syslog_tcp, listen: \"127.0.0.1:0\"}\n";
+  conveyor::testing::ChildProcess bad(
+      {CONVEYOR_LOG_INGEST, "validate", "--config", (dir / "bad.yaml").string()},
+      (dir / "bad.txt").string());
+  EXPECT_EQ(bad.wait(30s), 1);
+  const std::string error = read_file(dir / "bad.txt");
+  EXPECT_NE(error.find("bad.yaml:3:19: service.limits.idle_timeout"), std::string::npos) << error;
+  conveyor::testing::ChildProcess good(
+      {CONVEYOR_LOG_INGEST, "validate", "--config", (dir / "good.yaml").string()});
+  EXPECT_EQ(good.wait(30s), 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
