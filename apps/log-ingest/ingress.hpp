@@ -39,10 +39,10 @@ struct InputCounters {
   explicit InputCounters(std::string input_name) : name(std::move(input_name)) {}
 
   const std::string name;
-  std::atomic<std::uint64_t> received{0};  // messages, those dropped and dead-lettered included
-  std::atomic<std::uint64_t> bytes{0};     // bytes read from clients
-  std::atomic<std::uint64_t> dropped{0};   // UDP: queue full (reason "udp_overflow")
-  std::atomic<std::uint64_t> connections{0};           // open now
+  std::atomic<std::uint64_t> received{0};     // messages, those dropped and dead-lettered included
+  std::atomic<std::uint64_t> bytes{0};        // bytes read from clients
+  std::atomic<std::uint64_t> dropped{0};      // UDP: queue full (reason "udp_overflow")
+  std::atomic<std::uint64_t> connections{0};  // open now
   std::atomic<std::uint64_t> connections_total{0};     // accepted
   std::atomic<std::uint64_t> connections_rejected{0};  // over max_connections
   std::atomic<std::uint64_t> framing_errors{0};        // a bad octet count closed a connection

@@ -64,8 +64,8 @@ stages::OutputFile open_output(const std::string& path) {
   }
   std::FILE* file = std::fopen(path.c_str(), "ab");
   if (file == nullptr) {
-    throw std::runtime_error("cannot write '" + path + "': " +
-                             std::generic_category().message(errno));
+    throw std::runtime_error("cannot write '" + path +
+                             "': " + std::generic_category().message(errno));
   }
   return {file, path, 0};
 }
@@ -281,6 +281,7 @@ int run_serve(const ServeConfig& config) {
     }
     auto metrics = std::make_shared<prometheus::PipelineMetrics>();
     std::vector<const InputCounters*> counters;
+    counters.reserve(inputs.size());
     for (const auto& input : inputs)
       counters.push_back(&input->counters());
     server->add(metrics);
@@ -371,7 +372,8 @@ int run_serve(const ServeConfig& config) {
         outputs->reopen.store(true, std::memory_order_relaxed);
         std::fprintf(stderr, "log-ingest: SIGHUP: reopening the outputs\n");
       } else if (!deadline) {
-        std::fprintf(stderr, "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
+        std::fprintf(stderr,
+                     "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
                      static_cast<long long>(config.drain_timeout.count()));
         begin_drain();
       } else {

@@ -85,9 +85,14 @@ class Reader {
   // A size: bytes, or a number with KiB, MiB or GiB (KB, MB, GB: powers of 1000).
   [[nodiscard]] std::uint64_t size(const YAML::Node& node, const std::string& what,
                                    std::uint64_t low, std::uint64_t high) const {
-    static const std::map<std::string, std::uint64_t, std::less<>> units = {
-        {"", 1},          {"B", 1},           {"KB", 1000},       {"MB", 1000'000},
-        {"GB", 1000'000'000}, {"KiB", 1ULL << 10U}, {"MiB", 1ULL << 20U}, {"GiB", 1ULL << 30U}};
+    static const std::map<std::string, std::uint64_t, std::less<>> units = {{"", 1},
+                                                                            {"B", 1},
+                                                                            {"KB", 1000},
+                                                                            {"MB", 1000'000},
+                                                                            {"GB", 1000'000'000},
+                                                                            {"KiB", 1ULL << 10U},
+                                                                            {"MiB", 1ULL << 20U},
+                                                                            {"GiB", 1ULL << 30U}};
     return with_unit(node, what, units, "a size such as 65536 or 64KiB", low, high);
   }
 
@@ -163,8 +168,10 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
                   const std::string text = reader.scalar(value, what);
                   const std::optional<InputType> type = parse_input_type(text);
                   if (!type) {
-                    reader.fail(value.Mark(), what + " must be syslog_tcp, syslog_udp, tcp or "
-                                                     "stdin, not '" + text + "'");
+                    reader.fail(value.Mark(), what +
+                                                  " must be syslog_tcp, syslog_udp, tcp or "
+                                                  "stdin, not '" +
+                                                  text + "'");
                   }
                   input.type = *type;
                   typed = true;
@@ -174,8 +181,10 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
                   const std::string text = reader.scalar(value, what);
                   const std::optional<stages::Format> format = stages::parse_format(text);
                   if (!format || *format == stages::Format::auto_detect) {
-                    reader.fail(value.Mark(), what + " must be common, combined, json or syslog, "
-                                                     "not '" + text + "'");
+                    reader.fail(value.Mark(), what +
+                                                  " must be common, combined, json or syslog, "
+                                                  "not '" +
+                                                  text + "'");
                   }
                   input.format = *format;
                   formatted = true;
@@ -195,59 +204,62 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
 }
 
 void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& config) {
-  reader.each(root, "", {"inputs", "pipeline", "outputs", "service"}, [&](const std::string& key,
-                                                                          const YAML::Node& node) {
-    if (key == "inputs") {
-      if (!node.IsSequence()) reader.fail(node.Mark(), "inputs must be a list");
-      config.inputs.clear();
-      for (std::size_t i = 0; i < node.size(); ++i)
-        read_input(reader, node[i], "inputs[" + std::to_string(i) + "]", config);
-    } else if (key == "pipeline") {
-      reader.each(node, key, {"where", "fields", "workers", "queue_chunks"},
-                  [&](const std::string& name, const YAML::Node& value) {
-                    const std::string what = Reader::join(key, name);
-                    if (name == "where") config.where = reader.strings(value, what);
-                    if (name == "fields") config.fields = reader.strings(value, what);
-                    if (name == "workers") config.workers = reader.number(value, what, 0, 256);
-                    if (name == "queue_chunks")
-                      config.queue_chunks = reader.number(value, what, 1, 1U << 16U);
-                  });
-    } else if (key == "outputs") {
-      reader.each(node, key, {"records", "dead_letters", "fsync"},
-                  [&](const std::string& name, const YAML::Node& value) {
-                    const std::string what = Reader::join(key, name);
-                    if (name == "records") config.records = reader.scalar(value, what);
-                    if (name == "dead_letters") config.dead_letters = reader.scalar(value, what);
-                    if (name == "fsync") config.fsync = reader.boolean(value, what);
-                  });
-    } else {
-      reader.each(
-          node, key, {"metrics_listen", "auth_file", "drain_timeout", "limits"},
-          [&](const std::string& name, const YAML::Node& value) {
-            const std::string what = Reader::join(key, name);
-            if (name == "metrics_listen") config.metrics_listen = reader.scalar(value, what);
-            if (name == "auth_file") config.auth_file = reader.scalar(value, what);
-            if (name == "drain_timeout") {
-              config.drain_timeout =
-                  reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
-            }
-            if (name != "limits") return;
-            reader.each(value, what, {"max_connections", "max_frame_bytes", "idle_timeout"},
-                        [&](const std::string& limit, const YAML::Node& setting) {
-                          const std::string where = Reader::join(what, limit);
-                          LimitsConfig& limits = config.limits;
-                          if (limit == "max_connections")
-                            limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
-                          if (limit == "max_frame_bytes")
-                            limits.max_frame_bytes = reader.size(setting, where, 64, 64U << 20U);
-                          if (limit == "idle_timeout") {
-                            limits.idle_timeout = reader.duration(
-                                setting, where, Milliseconds(1), std::chrono::hours(24 * 7));
-                          }
-                        });
-          });
-    }
-  });
+  reader.each(
+      root, "", {"inputs", "pipeline", "outputs", "service"},
+      [&](const std::string& key, const YAML::Node& node) {
+        if (key == "inputs") {
+          if (!node.IsSequence()) reader.fail(node.Mark(), "inputs must be a list");
+          config.inputs.clear();
+          for (std::size_t i = 0; i < node.size(); ++i)
+            read_input(reader, node[i], "inputs[" + std::to_string(i) + "]", config);
+        } else if (key == "pipeline") {
+          reader.each(node, key, {"where", "fields", "workers", "queue_chunks"},
+                      [&](const std::string& name, const YAML::Node& value) {
+                        const std::string what = Reader::join(key, name);
+                        if (name == "where") config.where = reader.strings(value, what);
+                        if (name == "fields") config.fields = reader.strings(value, what);
+                        if (name == "workers") config.workers = reader.number(value, what, 0, 256);
+                        if (name == "queue_chunks")
+                          config.queue_chunks = reader.number(value, what, 1, 1U << 16U);
+                      });
+        } else if (key == "outputs") {
+          reader.each(node, key, {"records", "dead_letters", "fsync"},
+                      [&](const std::string& name, const YAML::Node& value) {
+                        const std::string what = Reader::join(key, name);
+                        if (name == "records") config.records = reader.scalar(value, what);
+                        if (name == "dead_letters")
+                          config.dead_letters = reader.scalar(value, what);
+                        if (name == "fsync") config.fsync = reader.boolean(value, what);
+                      });
+        } else {
+          reader.each(
+              node, key, {"metrics_listen", "auth_file", "drain_timeout", "limits"},
+              [&](const std::string& name, const YAML::Node& value) {
+                const std::string what = Reader::join(key, name);
+                if (name == "metrics_listen") config.metrics_listen = reader.scalar(value, what);
+                if (name == "auth_file") config.auth_file = reader.scalar(value, what);
+                if (name == "drain_timeout") {
+                  config.drain_timeout =
+                      reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
+                }
+                if (name != "limits") return;
+                reader.each(
+                    value, what, {"max_connections", "max_frame_bytes", "idle_timeout"},
+                    [&](const std::string& limit, const YAML::Node& setting) {
+                      const std::string where = Reader::join(what, limit);
+                      LimitsConfig& limits = config.limits;
+                      if (limit == "max_connections")
+                        limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
+                      if (limit == "max_frame_bytes")
+                        limits.max_frame_bytes = reader.size(setting, where, 64, 64U << 20U);
+                      if (limit == "idle_timeout") {
+                        limits.idle_timeout = reader.duration(setting, where, Milliseconds(1),
+                                                              std::chrono::hours(24 * 7));
+                      }
+                    });
+              });
+        }
+      });
 }
 
 }  // namespace
@@ -268,10 +280,10 @@ const char* to_string(InputType type) noexcept {
 
 ServeConfig default_serve_config() {
   ServeConfig config;
-  config.inputs.push_back({"syslog_tcp", InputType::syslog_tcp, "127.0.0.1:5514",
-                           stages::Format::syslog});
-  config.inputs.push_back({"syslog_udp", InputType::syslog_udp, "127.0.0.1:5514",
-                           stages::Format::syslog});
+  config.inputs.push_back(
+      {"syslog_tcp", InputType::syslog_tcp, "127.0.0.1:5514", stages::Format::syslog});
+  config.inputs.push_back(
+      {"syslog_udp", InputType::syslog_udp, "127.0.0.1:5514", stages::Format::syslog});
   return config;
 }
 

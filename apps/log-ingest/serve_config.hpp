@@ -25,10 +25,10 @@ class ConfigError : public std::runtime_error {
 };
 
 enum class InputType {
-  syslog_tcp,  // RFC 6587: octet-counted or LF-terminated, per frame
-  syslog_udp,  // one message per datagram
-  tcp,         // plain lines, in any format `run` parses
-  stdin_lines, // the process's standard input, plain lines
+  syslog_tcp,   // RFC 6587: octet-counted or LF-terminated, per frame
+  syslog_udp,   // one message per datagram
+  tcp,          // plain lines, in any format `run` parses
+  stdin_lines,  // the process's standard input, plain lines
 };
 
 struct InputConfig {
@@ -39,7 +39,7 @@ struct InputConfig {
 };
 
 struct LimitsConfig {
-  std::size_t max_connections = 1024;              // per TCP input
+  std::size_t max_connections = 1024;  // per TCP input
   std::size_t max_frame_bytes = std::size_t{64} << 10;
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
 };
@@ -50,7 +50,7 @@ struct ServeConfig {
   // pipeline
   std::vector<std::string> where;
   std::vector<std::string> fields;
-  std::size_t workers = 0;  // 0: one per hardware thread
+  std::size_t workers = 0;        // 0: one per hardware thread
   std::size_t queue_chunks = 64;  // chunks between the inputs and the parsers
   // outputs: a file, "-" (stdout) or "none"
   std::string records = "log-ingest-out/records.jsonl";

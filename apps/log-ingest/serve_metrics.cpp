@@ -27,8 +27,8 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
             "Messages received, including those dead-lettered or dropped.",
             &InputCounters::received);
   per_input("log_ingest_received_bytes_total", "Bytes read from clients.", &InputCounters::bytes);
-  per_input("log_ingest_connections", "Client connections open now.",
-            &InputCounters::connections, MetricType::Gauge);
+  per_input("log_ingest_connections", "Client connections open now.", &InputCounters::connections,
+            MetricType::Gauge);
   per_input("log_ingest_connections_total", "Client connections accepted.",
             &InputCounters::connections_total);
   per_input("log_ingest_connections_rejected_total",
@@ -63,9 +63,9 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
       errors, {{"output", "dead_letters"}},
       static_cast<double>(accounting.dead_letter_errors.load(std::memory_order_relaxed)));
   families.push_back(std::move(errors));
-  auto queued = prometheus::family("log_ingest_queue_chunks",
-                                   "Chunks waiting between the inputs and the parsers.",
-                                   MetricType::Gauge);
+  auto queued =
+      prometheus::family("log_ingest_queue_chunks",
+                         "Chunks waiting between the inputs and the parsers.", MetricType::Gauge);
   prometheus::add_gauge(queued, {}, queued_());
   families.push_back(std::move(queued));
   return families;

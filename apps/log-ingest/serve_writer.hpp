@@ -20,9 +20,9 @@
 namespace conveyor::log_ingest {
 
 struct Accounting {
-  std::atomic<std::uint64_t> written{0};   // records written
-  std::atomic<std::uint64_t> rejected{0};  // messages dead-lettered
-  std::atomic<std::uint64_t> filtered{0};  // records the filter left out
+  std::atomic<std::uint64_t> written{0};         // records written
+  std::atomic<std::uint64_t> rejected{0};        // messages dead-lettered
+  std::atomic<std::uint64_t> filtered{0};        // records the filter left out
   std::atomic<std::uint64_t> lost_on_output{0};  // records of batches whose write failed
   std::atomic<std::uint64_t> record_errors{0};   // failed writes of the records file
   std::atomic<std::uint64_t> dead_letter_errors{0};

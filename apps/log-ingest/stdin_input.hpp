@@ -25,9 +25,7 @@ class StdinInput final : public ServiceInput {
   void start() override;
   void stop_accepting() override { stop_.store(true, std::memory_order_relaxed); }
   void close_all() override { stop_accepting(); }
-  [[nodiscard]] bool finished() const override {
-    return finished_.load(std::memory_order_acquire);
-  }
+  [[nodiscard]] bool finished() const override { return finished_.load(std::memory_order_acquire); }
   [[nodiscard]] std::string where() const override { return "stdin"; }
   [[nodiscard]] InputCounters& counters() override { return counters_; }
 

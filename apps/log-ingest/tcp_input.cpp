@@ -121,8 +121,7 @@ TcpInput::TcpInput(asio::io_context& io, const InputConfig& config, const Limits
     acceptor_.listen();
   } catch (const boost::system::system_error& error) {
     throw std::system_error(error.code().value(), std::generic_category(),
-                            "input '" + config.name + "': cannot listen on tcp://" +
-                                config.listen);
+                            "input '" + config.name + "': cannot listen on tcp://" + config.listen);
   }
   bound_ = acceptor_.local_endpoint();
 }
@@ -190,7 +189,9 @@ void TcpInput::close_all() {
     connection->close();
 }
 
-bool TcpInput::finished() const { return !accepting_ && connections_.empty(); }
+bool TcpInput::finished() const {
+  return !accepting_ && connections_.empty();
+}
 
 std::string TcpInput::where() const {
   const std::string host = bound_.address().is_v6() ? "[" + bound_.address().to_string() + "]"

@@ -39,13 +39,14 @@ UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const Limits
     socket_.non_blocking(true);
   } catch (const boost::system::system_error& error) {
     throw std::system_error(error.code().value(), std::generic_category(),
-                            "input '" + config.name + "': cannot listen on udp://" +
-                                config.listen);
+                            "input '" + config.name + "': cannot listen on udp://" + config.listen);
   }
   bound_ = socket_.local_endpoint();
 }
 
-void UdpInput::start() { wait(); }
+void UdpInput::start() {
+  wait();
+}
 
 void UdpInput::wait() {
   socket_.async_wait(udp::socket::wait_read, [this](const error_code& error) {
@@ -71,15 +72,15 @@ bool UdpInput::drain_once() {
     if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
     if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
     if (message.size() > limits_.max_frame_bytes) {
-      builder_->rejected(stages::FrameRejection::oversized, message.substr(0, 256),
-                         message.size());
+      builder_->rejected(stages::FrameRejection::oversized, message.substr(0, 256), message.size());
     } else {
       builder_->frame(message);
     }
   }
   builder_->seal();
   while (builder_->ready()) {
-    if (!ingress_.try_push(builder_->front(), counters_)) Ingress::drop(builder_->front(), counters_);
+    if (!ingress_.try_push(builder_->front(), counters_))
+      Ingress::drop(builder_->front(), counters_);
     builder_->pop();
   }
   return taken > 0 && bytes >= chunk_bytes;

@@ -86,8 +86,7 @@ TEST(ServeConfig, AnUnknownKeyNamesItsLineAndColumn) {
 
 TEST(ServeConfig, WrongTypesAndRangesAreErrors) {
   EXPECT_NE(error_of("pipeline:\n  workers: many\n").find("test.yaml:2:12:"), std::string::npos);
-  EXPECT_NE(error_of("pipeline:\n  workers: 1000\n").find("between 0 and 256"),
-            std::string::npos);
+  EXPECT_NE(error_of("pipeline:\n  workers: 1000\n").find("between 0 and 256"), std::string::npos);
   EXPECT_NE(error_of("service:\n  drain_timeout: soon\n").find("a duration"), std::string::npos);
   EXPECT_NE(error_of("service:\n  limits: {max_frame_bytes: 12parsecs}\n").find("a size"),
             std::string::npos);
@@ -97,8 +96,7 @@ TEST(ServeConfig, WrongTypesAndRangesAreErrors) {
   EXPECT_NE(error_of("inputs:\n  - {name: a}\n").find("needs a type"), std::string::npos);
   EXPECT_NE(error_of("inputs: {}\n").find("must be a list"), std::string::npos);
   EXPECT_NE(error_of("- a\n- b\n").find("must hold a map"), std::string::npos);
-  EXPECT_NE(error_of("inputs:\n  - {type: tcp, format: auto}\n").find("format"),
-            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp, format: auto}\n").find("format"), std::string::npos);
 }
 
 TEST(ServeConfig, BadYamlSaysWhere) {

@@ -184,7 +184,8 @@ class Service {
     if (log().find("serving;") == std::string::npos) {
       throw std::runtime_error("serve did not start:\n" + log());
     }
-    static const std::regex listening(R"(input '([a-z_]+)' \([a-z_]+\) on [a-z]+://[0-9.]+:([0-9]+))");
+    static const std::regex listening(
+        R"(input '([a-z_]+)' \([a-z_]+\) on [a-z]+://[0-9.]+:([0-9]+))");
     static const std::regex metrics(R"(metrics on http://[0-9.]+:([0-9]+)/)");
     const std::string text = log();
     for (auto it = std::sregex_iterator(text.begin(), text.end(), listening);
@@ -210,15 +211,17 @@ class Service {
 #ifdef CONVEYOR_HAS_PROMETHEUS
   // The value of one sample on /metrics, e.g. `log_ingest_connections{input="syslog_tcp"}`.
   std::optional<double> metric(const std::string& sample) const {
-    const conveyor::testing::HttpResponse response = conveyor::testing::http_get(
-        ports_.at("metrics"), "/metrics");
+    const conveyor::testing::HttpResponse response =
+        conveyor::testing::http_get(ports_.at("metrics"), "/metrics");
     std::string line(1, '\n');
     line.append(sample).append(" ");
     const std::size_t at = response.body.find(line);
     if (at == std::string::npos) return std::nullopt;
     return std::stod(response.body.substr(at + sample.size() + 2));
   }
-  int readyz() const { return conveyor::testing::http_get(ports_.at("metrics"), "/readyz").status; }
+  int readyz() const {
+    return conveyor::testing::http_get(ports_.at("metrics"), "/readyz").status;
+  }
 #endif
 
   // Polls `condition` every 20 ms for up to `timeout`.
@@ -245,6 +248,7 @@ TEST(LogIngestServe, ManyTcpClientsEveryMessageWrittenOnce) {
   Service service("many", "");
   const std::uint16_t port = service.port("syslog_tcp");
   std::vector<std::thread> clients;
+  clients.reserve(many_clients);
   std::atomic<int> failures{0};
   for (int c = 0; c < many_clients; ++c) {
     clients.emplace_back([&, c] {
@@ -310,9 +314,8 @@ TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
   }
 #ifdef CONVEYOR_HAS_PROMETHEUS
   EXPECT_EQ(service.metric("log_ingest_connections_rejected_total{input=\"syslog_tcp\"}"), 1.0);
-  ASSERT_TRUE(Service::eventually([&] {
-    return service.metric("log_ingest_connections{input=\"syslog_tcp\"}") == 0.0;
-  }));
+  ASSERT_TRUE(Service::eventually(
+      [&] { return service.metric("log_ingest_connections{input=\"syslog_tcp\"}") == 0.0; }));
 #else
   std::this_thread::sleep_for(500ms);
 #endif
@@ -431,8 +434,8 @@ TEST(LogIngestServe, SecondSignalExitsAtOnce) {
   Client client(service.port("syslog_tcp"));
   ASSERT_TRUE(client.send(syslog_message("one") + "\n"));
   service.child().send_signal(SIGTERM);
-  ASSERT_TRUE(Service::eventually(
-      [&] { return service.log().find("draining") != std::string::npos; }));
+  ASSERT_TRUE(
+      Service::eventually([&] { return service.log().find("draining") != std::string::npos; }));
   ASSERT_EQ(service.child().stop(SIGTERM, 30s), 1) << service.log();
   EXPECT_FALSE(accounting(service.log(), "stopped before the drain ended").empty())
       << service.log();
@@ -465,8 +468,8 @@ namespace {
 // `validate` exits 1 with the file, line and column of the mistake, and 0 for a good file.
 TEST(LogIngestValidate, SaysWhereTheMistakeIs) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir = fs::temp_directory_path() /
-                       ("conveyor-validate-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-validate-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   std::ofstream(dir / "bad.yaml") << "service:\n  limits:\n    idle_timeout: forever\n";
   std::ofstream(dir / "good.yaml") << "inputs:\n  - {type: syslog_tcp, listen: \"127.0.0.1:0\"}\n";
@@ -480,6 +483,41 @@ TEST(LogIngestValidate, SaysWhereTheMistakeIs) {
       {CONVEYOR_LOG_INGEST, "validate", "--config", (dir / "good.yaml").string()});
   EXPECT_EQ(good.wait(30s), 0);
   fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+// logrotate's create mode: the records file is moved away and SIGHUP sent; the service writes
+// on into a new file at the path, and no record is lost across the two.
+TEST(LogIngestServe, SighupReopensTheOutputsAndLosesNothing) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("hup", "");
+  Client client(service.port("syslog_tcp"));
+  const auto send = [&](const char* prefix) {
+    std::string text;
+    for (int i = 0; i < 100; ++i)
+      text += syslog_message(name(prefix, i)) + "\n";
+    ASSERT_TRUE(client.send(text));
+  };
+  send("old-");
+  ASSERT_TRUE(Service::eventually([&] { return lines_of(service.records()).size() == 100; }));
+  const fs::path rotated = service.records().string() + ".1";
+  fs::rename(service.records(), rotated);
+  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(
+      Service::eventually([&] { return service.log().find("SIGHUP") != std::string::npos; }));
+  send("new-");
+  client.close();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  std::set<std::string> messages;
+  for (const fs::path& file : {rotated, service.records()}) {
+    for (const std::string& line : lines_of(file))
+      EXPECT_TRUE(messages.insert(message_of(line)).second) << line;
+  }
+  EXPECT_EQ(messages.size(), 200U);
+  EXPECT_EQ(lines_of(service.records()).size(), 100U) << "the new file got the new records";
 }
 
 }  // namespace
