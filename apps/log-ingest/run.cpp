@@ -31,6 +31,7 @@
 #include "conveyor/stages/summary.hpp"
 #include "conveyor/stages/tallies.hpp"
 #include "conveyor/stages/write_stage.hpp"
+#include "filter_error.hpp"
 #include "progress.hpp"
 #include "sample.hpp"
 
@@ -112,21 +113,6 @@ void close_output(stages::OutputFile& output) {
   output.file = nullptr;
 }
 
-int bad_filter(const std::vector<std::string>& texts, const stages::FilterError& error) {
-  // Which expression it was: the first one that does not parse on its own.
-  for (const std::string& text : texts) {
-    try {
-      (void)stages::Filter::parse(text);
-    } catch (const stages::FilterError& own) {
-      std::fprintf(stderr, "log-ingest: bad --where expression: %s\n  %s\n  %*s^\n", own.what(),
-                   text.c_str(), static_cast<int>(own.position()), "");
-      return 2;
-    }
-  }
-  std::fprintf(stderr, "log-ingest: bad --where expression: %s\n", error.what());
-  return 2;
-}
-
 }  // namespace
 
 int run_ingest(const RunOptions& options) {
@@ -134,7 +120,8 @@ int run_ingest(const RunOptions& options) {
   try {
     config->filter = stages::Filter::parse_all(options.where);
   } catch (const stages::FilterError& error) {
-    return bad_filter(options.where, error);
+    print_filter_error("--where", options.where, error);
+    return 2;
   }
   const std::size_t workers =
       options.workers != 0 ? options.workers : std::max(1U, std::thread::hardware_concurrency());

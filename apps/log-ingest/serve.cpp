@@ -31,6 +31,7 @@
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/tallies.hpp"
+#include "filter_error.hpp"
 #include "ingress.hpp"
 #include "serve_writer.hpp"
 #include "service_input.hpp"
@@ -119,20 +120,6 @@ Tally tally(const std::vector<std::unique_ptr<ServiceInput>>& inputs, const Acco
   return result;
 }
 
-// The bad expression among `texts`, with a caret under where it went wrong.
-void print_filter_error(const std::vector<std::string>& texts, const stages::FilterError& error) {
-  for (const std::string& text : texts) {
-    try {
-      (void)stages::Filter::parse(text);
-    } catch (const stages::FilterError& own) {
-      std::fprintf(stderr, "log-ingest: bad where expression: %s\n  %s\n  %*s^\n", own.what(),
-                   text.c_str(), static_cast<int>(own.position()), "");
-      return;
-    }
-  }
-  std::fprintf(stderr, "log-ingest: bad where expression: %s\n", error.what());
-}
-
 // What `serve` checks before it binds: the addresses and the filter. Throws.
 void check(const ServeConfig& config) {
   for (const InputConfig& input : config.inputs) {
@@ -201,7 +188,7 @@ int validate_config(const ServeFlags& flags) {
     return 0;
   } catch (const stages::FilterError& error) {
     const ServeConfig config = serve_config_from(flags);
-    print_filter_error(config.where, error);
+    print_filter_error("where", config.where, error);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
   }
@@ -212,7 +199,7 @@ int run_serve(const ServeConfig& config) {
   try {
     check(config);
   } catch (const stages::FilterError& error) {
-    print_filter_error(config.where, error);
+    print_filter_error("where", config.where, error);
     return 2;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());

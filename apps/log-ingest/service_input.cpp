@@ -1,4 +1,4 @@
-// parse_endpoint: HOST:PORT for the listeners.
+// parse_endpoint and url: the listeners' addresses.
 #include "service_input.hpp"
 
 #include <charconv>
@@ -31,6 +31,17 @@ Endpoint parse_endpoint(const std::string& text) {
                                 "' is not an IP address (IPv6 goes in brackets)");
   }
   return {address, static_cast<std::uint16_t>(port)};
+}
+
+std::string url(const char* scheme, const boost::asio::ip::address& address, std::uint16_t port) {
+  std::string text(scheme);
+  text.append("://");
+  if (address.is_v6()) {
+    text.append("[").append(address.to_string()).append("]");
+  } else {
+    text.append(address.to_string());
+  }
+  return text.append(":").append(std::to_string(port));
 }
 
 }  // namespace conveyor::log_ingest

@@ -39,4 +39,7 @@ struct Endpoint {
 // std::invalid_argument naming what is wrong.
 Endpoint parse_endpoint(const std::string& text);
 
+// SCHEME://HOST:PORT, an IPv6 host in brackets.
+std::string url(const char* scheme, const boost::asio::ip::address& address, std::uint16_t port);
+
 }  // namespace conveyor::log_ingest

@@ -194,9 +194,7 @@ bool TcpInput::finished() const {
 }
 
 std::string TcpInput::where() const {
-  const std::string host = bound_.address().is_v6() ? "[" + bound_.address().to_string() + "]"
-                                                    : bound_.address().to_string();
-  return "tcp://" + host + ":" + std::to_string(bound_.port());
+  return url("tcp", bound_.address(), bound_.port());
 }
 
 }  // namespace conveyor::log_ingest

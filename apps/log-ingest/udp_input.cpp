@@ -95,9 +95,7 @@ void UdpInput::stop_accepting() {
 }
 
 std::string UdpInput::where() const {
-  const std::string host = bound_.address().is_v6() ? "[" + bound_.address().to_string() + "]"
-                                                    : bound_.address().to_string();
-  return "udp://" + host + ":" + std::to_string(bound_.port());
+  return url("udp", bound_.address(), bound_.port());
 }
 
 }  // namespace conveyor::log_ingest
