@@ -4,7 +4,8 @@
 // Contract: every member is called on the service's I/O thread (the io_context that the input
 // was made with). `stop_accepting` takes no new clients, and UDP inputs read what is already
 // queued to them and close; `close_all` ends every connection at once (the drain timeout); after
-// either, the input becomes `finished()` once everything it read is in the Ingress.
+// either, the input becomes `finished()` once everything it read is in the Ingress. `counters()`
+// may be read from any thread (relaxed atomics).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <boost/asio/ip/address.hpp>
 
 #include "ingress.hpp"
+#include "serve_config.hpp"
 
 namespace conveyor::log_ingest {
 
@@ -27,7 +29,23 @@ class ServiceInput {
   [[nodiscard]] virtual bool finished() const = 0;
   // Where it listens, as a URL (tcp://127.0.0.1:5514), for the log.
   [[nodiscard]] virtual std::string where() const = 0;
-  [[nodiscard]] virtual InputCounters& counters() = 0;
+  [[nodiscard]] InputCounters& counters() noexcept { return counters_; }
+
+ protected:
+  ServiceInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress)
+      : config_(config),
+        limits_(limits),
+        ingress_(ingress),
+        counters_(config.name),
+        input_(std::make_shared<const stages::Input>(
+            stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
+
+  const InputConfig config_;
+  const LimitsConfig limits_;
+  Ingress& ingress_;
+  InputCounters counters_;
+  // What its chunks name as their input (dead letters carry its name).
+  const std::shared_ptr<const stages::Input> input_;
 };
 
 struct Endpoint {

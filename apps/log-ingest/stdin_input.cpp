@@ -11,12 +11,7 @@
 namespace conveyor::log_ingest {
 
 StdinInput::StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress)
-    : config_(config),
-      limits_(limits),
-      ingress_(ingress),
-      counters_(config.name),
-      input_(std::make_shared<const stages::Input>(
-          stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
+    : ServiceInput(config, limits, ingress) {}
 
 StdinInput::~StdinInput() {
   stop_accepting();

@@ -27,16 +27,10 @@ class StdinInput final : public ServiceInput {
   void close_all() override { stop_accepting(); }
   [[nodiscard]] bool finished() const override { return finished_.load(std::memory_order_acquire); }
   [[nodiscard]] std::string where() const override { return "stdin"; }
-  [[nodiscard]] InputCounters& counters() override { return counters_; }
 
  private:
   void read_all();
 
-  InputConfig config_;
-  LimitsConfig limits_;
-  Ingress& ingress_;
-  InputCounters counters_;
-  std::shared_ptr<const stages::Input> input_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> finished_{false};  // release: after its last push
   std::thread reader_;

@@ -104,14 +104,7 @@ class TcpConnection : public std::enable_shared_from_this<TcpConnection> {
 
 TcpInput::TcpInput(asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
                    Ingress& ingress)
-    : io_(io),
-      config_(config),
-      limits_(limits),
-      ingress_(ingress),
-      counters_(config.name),
-      input_(std::make_shared<const stages::Input>(
-          stages::Input{.name = config.name, .index = 0, .format = config.format})),
-      acceptor_(io) {
+    : ServiceInput(config, limits, ingress), io_(io), acceptor_(io) {
   const Endpoint endpoint = parse_endpoint(config.listen);
   const tcp::endpoint at(endpoint.address, endpoint.port);
   try {

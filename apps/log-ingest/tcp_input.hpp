@@ -38,7 +38,6 @@ class TcpInput final : public ServiceInput {
   void close_all() override;
   [[nodiscard]] bool finished() const override;
   [[nodiscard]] std::string where() const override;
-  [[nodiscard]] InputCounters& counters() override { return counters_; }
 
  private:
   friend class TcpConnection;
@@ -49,11 +48,6 @@ class TcpInput final : public ServiceInput {
   void closed(TcpConnection* connection);
 
   boost::asio::io_context& io_;
-  InputConfig config_;
-  LimitsConfig limits_;
-  Ingress& ingress_;
-  InputCounters counters_;
-  std::shared_ptr<const stages::Input> input_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::ip::tcp::endpoint bound_;
   bool accepting_ = false;

@@ -18,15 +18,10 @@ constexpr std::size_t chunk_bytes = 256U << 10U;
 
 UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
                    Ingress& ingress)
-    : config_(config),
-      limits_(limits),
-      ingress_(ingress),
-      counters_(config.name),
-      input_(std::make_shared<const stages::Input>(
-          stages::Input{.name = config.name, .index = 0, .format = config.format})),
+    : ServiceInput(config, limits, ingress),
       socket_(io),
       buffer_(datagram_buffer),
-      builder_(std::make_unique<ChunkBuilder>(input_, chunk_bytes)) {
+      builder_(input_, chunk_bytes) {
   const Endpoint endpoint = parse_endpoint(config.listen);
   const udp::endpoint at(endpoint.address, endpoint.port);
   try {
@@ -58,32 +53,29 @@ void UdpInput::wait() {
 }
 
 bool UdpInput::drain_once() {
-  std::size_t taken = 0;
   std::size_t bytes = 0;
   while (bytes < chunk_bytes && socket_.is_open()) {
     error_code error;
     udp::endpoint from;
     const std::size_t size = socket_.receive_from(asio::buffer(buffer_), from, 0, error);
     if (error) break;  // would_block: none left (others: nothing to read now either)
-    ++taken;
     bytes += size;
     InputCounters::add(counters_.bytes, size);
     std::string_view message(buffer_.data(), size);
     if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
     if (!message.empty() && message.back() == '\r') message.remove_suffix(1);
     if (message.size() > limits_.max_frame_bytes) {
-      builder_->rejected(stages::FrameRejection::oversized, message.substr(0, 256), message.size());
+      builder_.rejected(stages::FrameRejection::oversized, message.substr(0, 256), message.size());
     } else {
-      builder_->frame(message);
+      builder_.frame(message);
     }
   }
-  builder_->seal();
-  while (builder_->ready()) {
-    if (!ingress_.try_push(builder_->front(), counters_))
-      Ingress::drop(builder_->front(), counters_);
-    builder_->pop();
+  builder_.seal();
+  while (builder_.ready()) {
+    if (!ingress_.try_push(builder_.front(), counters_)) Ingress::drop(builder_.front(), counters_);
+    builder_.pop();
   }
-  return taken > 0 && bytes >= chunk_bytes;
+  return bytes >= chunk_bytes;
 }
 
 void UdpInput::stop_accepting() {

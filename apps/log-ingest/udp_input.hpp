@@ -30,22 +30,17 @@ class UdpInput final : public ServiceInput {
   void close_all() override { stop_accepting(); }
   [[nodiscard]] bool finished() const override { return !socket_.is_open(); }
   [[nodiscard]] std::string where() const override;
-  [[nodiscard]] InputCounters& counters() override { return counters_; }
 
  private:
   void wait();
-  // Reads the queued datagrams into one chunk and hands it over; false when none was queued.
+  // Reads the queued datagrams into one chunk and hands it over; true when it stopped because the
+  // chunk was full (more may be queued).
   bool drain_once();
 
-  InputConfig config_;
-  LimitsConfig limits_;
-  Ingress& ingress_;
-  InputCounters counters_;
-  std::shared_ptr<const stages::Input> input_;
   boost::asio::ip::udp::socket socket_;
   boost::asio::ip::udp::endpoint bound_;
   std::vector<char> buffer_;
-  std::unique_ptr<ChunkBuilder> builder_;
+  ChunkBuilder builder_;
 };
 
 }  // namespace conveyor::log_ingest
