@@ -1,9 +1,11 @@
-// print_filter_error: the bad expression, with a caret.
+// parse_filter: the filter, or the bad expression with a caret.
 #include "filter_error.hpp"
 
 #include <cstdio>
 
 namespace conveyor::log_ingest {
+
+namespace {
 
 void print_filter_error(const char* option, const std::vector<std::string>& texts,
                         const stages::FilterError& error) {
@@ -17,6 +19,18 @@ void print_filter_error(const char* option, const std::vector<std::string>& text
     }
   }
   std::fprintf(stderr, "log-ingest: bad %s expression: %s\n", option, error.what());
+}
+
+}  // namespace
+
+std::optional<stages::Filter> parse_filter(const char* option,
+                                           const std::vector<std::string>& texts) {
+  try {
+    return stages::Filter::parse_all(texts);
+  } catch (const stages::FilterError& error) {
+    print_filter_error(option, texts, error);
+  }
+  return std::nullopt;
 }
 
 }  // namespace conveyor::log_ingest

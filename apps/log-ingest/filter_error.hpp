@@ -1,7 +1,8 @@
-// How log-ingest reports a filter expression that does not parse: the expression, and a caret
-// under where it went wrong.
+// How log-ingest reads its filter expressions (`run --where`, serve's `pipeline.where`) and
+// reports one that does not parse: the expression, and a caret under where it went wrong.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,9 +10,9 @@
 
 namespace conveyor::log_ingest {
 
-// Prints `error`, which parse_all(`texts`) threw, to stderr, naming the option (`--where`,
-// `where`) and showing the first expression of `texts` that does not parse on its own.
-void print_filter_error(const char* option, const std::vector<std::string>& texts,
-                        const stages::FilterError& error);
+// The filter of which all of `texts` must hold; nullopt after printing to stderr which expression
+// does not parse, naming the option (`--where`, `where`) it came from.
+std::optional<stages::Filter> parse_filter(const char* option,
+                                           const std::vector<std::string>& texts);
 
 }  // namespace conveyor::log_ingest

@@ -117,12 +117,9 @@ void close_output(stages::OutputFile& output) {
 
 int run_ingest(const RunOptions& options) {
   std::shared_ptr<stages::ParseConfig> config = std::make_shared<stages::ParseConfig>();
-  try {
-    config->filter = stages::Filter::parse_all(options.where);
-  } catch (const stages::FilterError& error) {
-    print_filter_error("--where", options.where, error);
-    return 2;
-  }
+  std::optional<stages::Filter> filter = parse_filter("--where", options.where);
+  if (!filter) return 2;
+  config->filter = std::move(*filter);
   const std::size_t workers =
       options.workers != 0 ? options.workers : std::max(1U, std::thread::hardware_concurrency());
   config->projection.fields = options.fields;

@@ -120,8 +120,8 @@ Tally tally(const std::vector<std::unique_ptr<ServiceInput>>& inputs, const Acco
   return result;
 }
 
-// What `serve` checks before it binds: the addresses and the filter. Throws.
-void check(const ServeConfig& config) {
+// The addresses `serve` would bind; throws ConfigError for one that is not HOST:PORT.
+void check_addresses(const ServeConfig& config) {
   for (const InputConfig& input : config.inputs) {
     if (input.type == InputType::stdin_lines) continue;
     try {
@@ -137,7 +137,6 @@ void check(const ServeConfig& config) {
       throw ConfigError(config.file + ": service.metrics_listen " + error.what());
     }
   }
-  (void)stages::Filter::parse_all(config.where);
 }
 
 }  // namespace
@@ -183,12 +182,10 @@ ServeConfig serve_config_from(const ServeFlags& flags) {
 int validate_config(const ServeFlags& flags) {
   try {
     const ServeConfig config = serve_config_from(flags);
-    check(config);
+    check_addresses(config);
+    if (!parse_filter("where", config.where)) return 1;
     std::printf("%s: valid (%zu inputs)\n", config.file.c_str(), config.inputs.size());
     return 0;
-  } catch (const stages::FilterError& error) {
-    const ServeConfig config = serve_config_from(flags);
-    print_filter_error("where", config.where, error);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
   }
@@ -197,21 +194,21 @@ int validate_config(const ServeFlags& flags) {
 
 int run_serve(const ServeConfig& config) {
   try {
-    check(config);
-  } catch (const stages::FilterError& error) {
-    print_filter_error("where", config.where, error);
-    return 2;
+    check_addresses(config);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
     return 2;
   }
+  std::optional<stages::Filter> filter = parse_filter("where", config.where);
+  if (!filter) return 2;
   const std::size_t workers =
       config.workers != 0 ? config.workers : std::max(1U, std::thread::hardware_concurrency());
 
   auto parse = std::make_shared<stages::ParseConfig>();
-  parse->filter = stages::Filter::parse_all(config.where);
+  parse->filter = std::move(*filter);
   parse->projection.fields = config.fields;
-  // Frames over the limit never reach the parser; the rest are parsed whatever their length.
+  // Frames over the limit are dead-lettered by the inputs; every other one is parsed, even once
+  // its line feeds became `#012` (up to four times as long).
   parse->max_line_length = std::max(config.limits.max_frame_bytes * 4, std::size_t{1} << 16U);
   {
     const std::time_t now = std::time(nullptr);
@@ -308,11 +305,10 @@ int run_serve(const ServeConfig& config) {
     asio::post(io, [&io] { io.stop(); });
   });
 
-  for (const auto& input : inputs) {
-    input->start();
-    std::fprintf(stderr, "log-ingest: input '%s' (%s) on %s\n", input->counters().name.c_str(),
-                 to_string(config.inputs[static_cast<std::size_t>(&input - inputs.data())].type),
-                 input->where().c_str());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    inputs[i]->start();
+    std::fprintf(stderr, "log-ingest: input '%s' (%s) on %s\n", config.inputs[i].name.c_str(),
+                 to_string(config.inputs[i].type), inputs[i]->where().c_str());
   }
   ready.store(true, std::memory_order_relaxed);
   std::fprintf(stderr, "log-ingest: serving; SIGTERM or Ctrl-C drains and stops\n");

@@ -193,8 +193,8 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   if (!node.IsMap()) reader.fail(node.Mark(), path + " must be a map");
   if (!typed) reader.fail(node.Mark(), path + " needs a type");
   if (input.name.empty()) input.name = to_string(input.type);
-  if (!formatted && input.type == InputType::tcp) input.format = stages::Format::combined;
-  if (!formatted && input.type == InputType::stdin_lines) input.format = stages::Format::combined;
+  const bool lines = input.type == InputType::tcp || input.type == InputType::stdin_lines;
+  if (!formatted && lines) input.format = stages::Format::combined;
   for (const InputConfig& other : config.inputs) {
     if (other.name == input.name) {
       reader.fail(node.Mark(), "two inputs are named '" + input.name + "'; name them apart");
