@@ -161,10 +161,11 @@ std::map<std::string, std::uint64_t> accounting(const std::string& log, const st
 // kernel (0), read back from its log.
 class Service {
  public:
-  Service(const std::string& name, const std::string& service_yaml,
-          const std::string& inputs_yaml = default_inputs)
+  // `pipe_stdin`: the service's stdin is a pipe the test writes to (ChildProcess::write_stdin).
+  Service(const std::string& test, const std::string& service_yaml,
+          const std::string& inputs_yaml = default_inputs, bool pipe_stdin = false)
       : dir_(fs::temp_directory_path() /
-             ("conveyor-serve-" + name + "-" + std::to_string(::getpid()))) {
+             ("conveyor-serve-" + test + "-" + std::to_string(::getpid()))) {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "serve.yaml")
@@ -176,7 +177,7 @@ class Service {
     child_ = std::make_unique<conveyor::testing::ChildProcess>(
         std::vector<std::string>{CONVEYOR_LOG_INGEST, "serve", "--config",
                                  (dir_ / "serve.yaml").string()},
-        (dir_ / "stderr.txt").string());
+        (dir_ / "stderr.txt").string(), pipe_stdin);
     for (int i = 0; i < 1000 && log().find("serving;") == std::string::npos; ++i) {
       if (!child_->running()) break;
       std::this_thread::sleep_for(10ms);
@@ -518,6 +519,43 @@ TEST(LogIngestServe, SighupReopensTheOutputsAndLosesNothing) {
   }
   EXPECT_EQ(messages.size(), 200U);
   EXPECT_EQ(lines_of(service.records()).size(), 100U) << "the new file got the new records";
+}
+
+}  // namespace
+
+namespace {
+
+// stdin as the only input: every line is written, and at its end the service drains and exits 0
+// by itself.
+TEST(LogIngestServe, StdinToItsEndThenExits) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("stdin", "", "  - {type: stdin, format: syslog}\n", /*pipe_stdin=*/true);
+  std::string text;
+  for (int i = 0; i < 1000; ++i)
+    text += syslog_message(name("s", i)) + "\n";
+  service.child().write_stdin(text + syslog_message("last, without its newline"));
+  service.child().close_stdin();
+  ASSERT_EQ(service.child().wait(60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 1001U) << service.log();
+  EXPECT_EQ(counts.at("written"), 1001U);
+  EXPECT_EQ(lines_of(service.records()).size(), 1001U);
+}
+
+// A quiet stdin pipe, still open, does not hold up a drain: SIGTERM writes what was read and
+// exits 0.
+TEST(LogIngestServe, QuietStdinDrainsOnSigterm) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("stdin-quiet", "", "  - {type: stdin, format: syslog}\n", /*pipe_stdin=*/true);
+  std::string text;
+  for (int i = 0; i < 100; ++i)
+    text += syslog_message(name("q", i)) + "\n";
+  service.child().write_stdin(text);
+  ASSERT_TRUE(Service::eventually([&] { return service.child().stdin_unread() == 0; }));
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 100U) << service.log();
+  EXPECT_EQ(counts.at("written"), 100U);
 }
 
 }  // namespace
