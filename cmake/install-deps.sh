@@ -9,8 +9,9 @@ packages=(
   g++ cmake ninja-build pkg-config clang-format clang-tidy git ca-certificates curl
   # libraries
   libtbb-dev libboost-dev prometheus-cpp-dev libsimdjson-dev libre2-dev libcli11-dev libfmt-dev zlib1g-dev
-  # log-ingest serve: its configuration, TLS on its inputs (and the openssl CLI its tests use)
-  libyaml-cpp-dev libssl-dev openssl
+  # log-ingest serve: its configuration, TLS on its inputs (and the openssl CLI its tests use),
+  # systemd readiness
+  libyaml-cpp-dev libssl-dev openssl libsystemd-dev
   # tests, and the fuzzers (Clang's libFuzzer)
   libgtest-dev libgmock-dev prometheus spin libxml2-utils clang libclang-rt-14-dev
   # benchmarks and their peers

@@ -36,6 +36,7 @@
 #include "serve_writer.hpp"
 #include "service_input.hpp"
 #include "stdin_input.hpp"
+#include "systemd_notify.hpp"
 #include "tcp_input.hpp"
 #include "udp_input.hpp"
 
@@ -313,6 +314,7 @@ int run_serve(const ServeConfig& config) {
   ready.store(true, std::memory_order_relaxed);
   std::fprintf(stderr, "log-ingest: serving; SIGTERM or Ctrl-C drains and stops\n");
   std::fflush(stderr);
+  notify_ready("serving " + std::to_string(inputs.size()) + " inputs");
 
   // The drain, checked every 20 ms once it starts (or once every input has ended by itself, as
   // stdin does at its end).
@@ -323,6 +325,7 @@ int run_serve(const ServeConfig& config) {
   const auto begin_drain = [&] {
     if (deadline) return;
     draining.store(true, std::memory_order_relaxed);
+    notify_stopping("draining");
     deadline = steady_clock::now() + config.drain_timeout;
     for (const auto& input : inputs)
       input->stop_accepting();
@@ -352,8 +355,10 @@ int run_serve(const ServeConfig& config) {
     signals.async_wait([&](const boost::system::error_code& error, int number) {
       if (error) return;
       if (number == SIGHUP) {
+        notify_reloading();
         outputs->reopen.store(true, std::memory_order_relaxed);
         std::fprintf(stderr, "log-ingest: SIGHUP: reopening the outputs\n");
+        notify_ready("serving " + std::to_string(inputs.size()) + " inputs");
       } else if (!deadline) {
         std::fprintf(stderr,
                      "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
