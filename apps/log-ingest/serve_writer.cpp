@@ -3,11 +3,18 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 
 namespace conveyor::log_ingest {
 
 namespace {
+
+// fsync, where the file can be synced: a pipe, a socket or a terminal cannot (EINVAL), and has
+// nothing to sync.
+bool sync_file(std::FILE* file) {
+  return ::fsync(::fileno(file)) == 0 || errno == EINVAL;
+}
 
 // Writes and flushes `text` (fsyncs it too when asked); false if any of it failed.
 // An output whose reopening failed (its name kept, no file) is tried again each time.
@@ -19,7 +26,7 @@ bool write(stages::OutputFile& output, const std::string& text, bool sync) {
   if (output.file == nullptr) return output.name.empty();
   bool good = std::fwrite(text.data(), 1, text.size(), output.file) == text.size();
   good = std::fflush(output.file) == 0 && good;
-  if (sync && output.file != stdout) good = ::fsync(::fileno(output.file)) == 0 && good;
+  if (sync && output.file != stdout) good = sync_file(output.file) && good;
   if (good) output.bytes += text.size();
   std::clearerr(output.file);
   return good;
@@ -29,7 +36,7 @@ bool close_one(stages::OutputFile& output) {
   if (output.file == nullptr) return true;
   bool good = std::fflush(output.file) == 0;
   if (output.file != stdout) {
-    good = ::fsync(::fileno(output.file)) == 0 && good;
+    good = sync_file(output.file) && good;
     good = std::fclose(output.file) == 0 && good;
   }
   output.file = nullptr;
