@@ -19,6 +19,7 @@
 // - Counters are relaxed atomics: totals for metrics, read at any time from any thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,11 +35,16 @@
 
 namespace conveyor::log_ingest {
 
+// The answers an HTTP input counts, by code.
+inline constexpr std::array<unsigned, 6> http_codes = {200, 400, 404, 405, 413, 429};
+
 // What one input counts; its `name` is the `input` label of its metrics.
 struct InputCounters {
-  explicit InputCounters(std::string input_name) : name(std::move(input_name)) {}
+  explicit InputCounters(std::string input_name, bool http_input = false)
+      : name(std::move(input_name)), http(http_input) {}
 
   const std::string name;
+  const bool http;  // answers HTTP requests: http_responses are its
   std::atomic<std::uint64_t> received{0};     // messages, those dropped and dead-lettered included
   std::atomic<std::uint64_t> bytes{0};        // bytes read from clients
   std::atomic<std::uint64_t> dropped{0};      // UDP: queue full (reason "udp_overflow")
@@ -47,6 +53,13 @@ struct InputCounters {
   std::atomic<std::uint64_t> connections_rejected{0};  // over max_connections
   std::atomic<std::uint64_t> framing_errors{0};        // a bad octet count closed a connection
   std::atomic<std::uint64_t> idle_disconnects{0};      // idle_timeout closed a connection
+  std::atomic<std::uint64_t> tls_failures{0};          // TLS handshakes that failed
+  std::array<std::atomic<std::uint64_t>, http_codes.size()> http_responses{};  // by http_codes
+
+  void count_http(unsigned code) noexcept {
+    for (std::size_t i = 0; i < http_codes.size(); ++i)
+      if (http_codes[i] == code) add(http_responses[i], 1);
+  }
 
   static void add(std::atomic<std::uint64_t>& counter, std::uint64_t count) noexcept {
     counter.fetch_add(count, std::memory_order_relaxed);

@@ -32,6 +32,7 @@
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/tallies.hpp"
 #include "filter_error.hpp"
+#include "http_input.hpp"
 #include "ingress.hpp"
 #include "serve_writer.hpp"
 #include "service_input.hpp"
@@ -82,6 +83,8 @@ std::unique_ptr<ServiceInput> make_input(asio::io_context& io, const InputConfig
       return std::make_unique<UdpInput>(io, input, limits, ingress);
     case InputType::stdin_lines:
       return std::make_unique<StdinInput>(input, limits, ingress);
+    case InputType::http:
+      return std::make_unique<HttpInput>(io, input, limits, ingress);
   }
   return nullptr;
 }

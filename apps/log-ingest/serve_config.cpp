@@ -150,6 +150,7 @@ std::optional<InputType> parse_input_type(std::string_view text) {
   if (text == "syslog_udp") return InputType::syslog_udp;
   if (text == "tcp") return InputType::tcp;
   if (text == "stdin") return InputType::stdin_lines;
+  if (text == "http") return InputType::http;
   return std::nullopt;
 }
 
@@ -158,7 +159,8 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   InputConfig input;
   bool typed = false;
   bool formatted = false;
-  reader.each(node, path, {"name", "type", "listen", "format"},
+  YAML::Mark tls_mark = YAML::Mark::null_mark();
+  reader.each(node, path, {"name", "type", "listen", "format", "tls"},
               [&](const std::string& key, const YAML::Node& value) {
                 const std::string what = Reader::join(path, key);
                 if (key == "name") {
@@ -169,14 +171,24 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
                   const std::optional<InputType> type = parse_input_type(text);
                   if (!type) {
                     reader.fail(value.Mark(), what +
-                                                  " must be syslog_tcp, syslog_udp, tcp or "
-                                                  "stdin, not '" +
+                                                  " must be syslog_tcp, syslog_udp, tcp, http "
+                                                  "or stdin, not '" +
                                                   text + "'");
                   }
                   input.type = *type;
                   typed = true;
                 } else if (key == "listen") {
                   input.listen = reader.scalar(value, what);
+                } else if (key == "tls") {
+                  tls_mark = value.Mark();
+                  reader.each(value, what, {"cert", "key", "client_ca"},
+                              [&](const std::string& name, const YAML::Node& file) {
+                                const std::string setting = Reader::join(what, name);
+                                std::string& target = name == "cert"  ? input.tls.cert
+                                                      : name == "key" ? input.tls.key
+                                                                      : input.tls.client_ca;
+                                target = reader.scalar(file, setting);
+                              });
                 } else {
                   const std::string text = reader.scalar(value, what);
                   const std::optional<stages::Format> format = stages::parse_format(text);
@@ -195,6 +207,15 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   if (input.name.empty()) input.name = to_string(input.type);
   const bool lines = input.type == InputType::tcp || input.type == InputType::stdin_lines;
   if (!formatted && lines) input.format = stages::Format::combined;
+  if (!formatted && input.type == InputType::http) input.format = stages::Format::json;
+  if (!tls_mark.is_null()) {
+    const bool streams = input.type == InputType::syslog_tcp || input.type == InputType::tcp ||
+                         input.type == InputType::http;
+    if (!streams) reader.fail(tls_mark, path + ".tls is for syslog_tcp, tcp and http inputs");
+    if (input.tls.cert.empty() || input.tls.key.empty()) {
+      reader.fail(tls_mark, path + ".tls needs both cert and key");
+    }
+  }
   for (const InputConfig& other : config.inputs) {
     if (other.name == input.name) {
       reader.fail(node.Mark(), "two inputs are named '" + input.name + "'; name them apart");
@@ -244,7 +265,8 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                 }
                 if (name != "limits") return;
                 reader.each(
-                    value, what, {"max_connections", "max_frame_bytes", "idle_timeout"},
+                    value, what,
+                    {"max_connections", "max_frame_bytes", "idle_timeout", "max_body_bytes"},
                     [&](const std::string& limit, const YAML::Node& setting) {
                       const std::string where = Reader::join(what, limit);
                       LimitsConfig& limits = config.limits;
@@ -252,6 +274,8 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                         limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
                       if (limit == "max_frame_bytes")
                         limits.max_frame_bytes = reader.size(setting, where, 64, 64U << 20U);
+                      if (limit == "max_body_bytes")
+                        limits.max_body_bytes = reader.size(setting, where, 64, 1U << 30U);
                       if (limit == "idle_timeout") {
                         limits.idle_timeout = reader.duration(setting, where, Milliseconds(1),
                                                               std::chrono::hours(24 * 7));
@@ -274,6 +298,8 @@ const char* to_string(InputType type) noexcept {
       return "tcp";
     case InputType::stdin_lines:
       return "stdin";
+    case InputType::http:
+      return "http";
   }
   return "?";
 }

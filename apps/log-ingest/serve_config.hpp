@@ -29,6 +29,18 @@ enum class InputType {
   syslog_udp,   // one message per datagram
   tcp,          // plain lines, in any format `run` parses
   stdin_lines,  // the process's standard input, plain lines
+  http,         // POST /ingest: lines, or JSON lines, in the body
+};
+
+// TLS on a TCP or HTTP input: on when `cert` is set. With `client_ca`, a client must present a
+// certificate that it signed.
+struct TlsConfig {
+  std::string cert{};       // PEM: the certificate chain, the server's first
+  std::string key{};        // PEM: its private key
+  std::string client_ca{};  // PEM: the CAs that sign client certificates; empty: none asked for
+
+  [[nodiscard]] bool enabled() const noexcept { return !cert.empty(); }
+  bool operator==(const TlsConfig&) const = default;
 };
 
 struct InputConfig {
@@ -36,12 +48,18 @@ struct InputConfig {
   InputType type = InputType::syslog_tcp;
   std::string listen = "127.0.0.1:5514";  // HOST:PORT; port 0 picks a free one
   stages::Format format = stages::Format::syslog;
+  TlsConfig tls{};
+
+  bool operator==(const InputConfig&) const = default;
 };
 
 struct LimitsConfig {
   std::size_t max_connections = 1024;  // per TCP input
   std::size_t max_frame_bytes = std::size_t{64} << 10;
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
+  std::size_t max_body_bytes = std::size_t{1} << 20U;  // an HTTP request's body
+
+  bool operator==(const LimitsConfig&) const = default;
 };
 
 struct ServeConfig {

@@ -39,6 +39,22 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
             &InputCounters::framing_errors);
   per_input("log_ingest_idle_disconnects_total", "Connections closed after idle_timeout.",
             &InputCounters::idle_disconnects);
+  per_input("log_ingest_tls_handshake_failures_total",
+            "TLS handshakes that failed: no or a bad client certificate, or not TLS at all.",
+            &InputCounters::tls_failures);
+
+  auto responses = prometheus::family("log_ingest_http_responses_total",
+                                      "HTTP answers of an http input, by code.",
+                                      MetricType::Counter);
+  for (const InputCounters* input : inputs_) {
+    if (!input->http) continue;
+    for (std::size_t i = 0; i < http_codes.size(); ++i) {
+      prometheus::add_counter(
+          responses, {{"input", input->name}, {"code", std::to_string(http_codes[i])}},
+          static_cast<double>(InputCounters::read(input->http_responses[i])));
+    }
+  }
+  families.push_back(std::move(responses));
 
   auto dropped = prometheus::family("log_ingest_dropped_total",
                                     "Messages dropped, by input and reason.", MetricType::Counter);

@@ -36,7 +36,7 @@ class ServiceInput {
       : config_(config),
         limits_(limits),
         ingress_(ingress),
-        counters_(config.name),
+        counters_(config.name, config.type == InputType::http),
         input_(std::make_shared<const stages::Input>(
             stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
 

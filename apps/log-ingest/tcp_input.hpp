@@ -2,56 +2,34 @@
 // connection reads into a fixed buffer, splits frames (stages::FrameDecoder) and hands chunks to
 // the Ingress.
 //
-// Limits (docs/serve.md): a connection over `max_connections` is closed as soon as it is accepted
-// and counted; a frame over `max_frame_bytes` is dead-lettered and the next one parsed; a bad
-// octet count closes the connection (counted); a client silent for `idle_timeout` is disconnected
-// (counted). A connection holds at most its read buffer, the decoder's bound and the chunks of one
-// read, whatever the client sends. Backpressure: while the Ingress is full a connection does not
-// read, so TCP flow control slows its sender and nothing is lost; the idle clock stops meanwhile.
+// Limits (docs/serve.md): `max_connections` (StreamListener); a frame over `max_frame_bytes` is
+// dead-lettered and the next one parsed; a bad octet count closes the connection (counted); a
+// client silent for `idle_timeout` is disconnected (counted). A connection holds at most its read
+// buffer, the decoder's bound and the chunks of one read, whatever the client sends.
+// Backpressure: while the Ingress is full a connection does not read, so TCP flow control slows
+// its sender and nothing is lost; the idle clock stops meanwhile. With `tls` configured, clients
+// speak TLS; a failed handshake closes the connection and is counted, and so does one not done
+// within idle_timeout.
 //
-// Contract: ServiceInput's. The constructor binds, and throws std::system_error naming the
-// address when it cannot.
+// Contract: StreamListener's.
 #pragma once
 
 #include <memory>
-#include <string>
-#include <unordered_set>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
-#include "serve_config.hpp"
-#include "service_input.hpp"
+#include "stream_listener.hpp"
 
 namespace conveyor::log_ingest {
 
-class TcpConnection;
-
-class TcpInput final : public ServiceInput {
+class TcpInput final : public StreamListener {
  public:
-  TcpInput(boost::asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
-           Ingress& ingress);
-  ~TcpInput() override;
+  using StreamListener::StreamListener;
 
-  void start() override;
-  void stop_accepting() override;
-  void close_all() override;
-  [[nodiscard]] bool finished() const override;
-  [[nodiscard]] std::string where() const override;
+ protected:
+  std::shared_ptr<StreamConnection> connect(boost::asio::ip::tcp::socket socket) override;
+  [[nodiscard]] const char* scheme() const override { return "tcp"; }
 
  private:
   friend class TcpConnection;
-
-  void accept();
-  // Takes an accepted client in, or closes it when max_connections are open.
-  void adopt(boost::asio::ip::tcp::socket socket);
-  void closed(TcpConnection* connection);
-
-  boost::asio::io_context& io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::ip::tcp::endpoint bound_;
-  bool accepting_ = false;
-  std::unordered_set<TcpConnection*> connections_;  // open ones, each owned by its handlers
 };
 
 }  // namespace conveyor::log_ingest

@@ -113,3 +113,37 @@ TEST(ServeConfig, TwoInputsCannotShareAName) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(ServeConfig, TlsAndHttpInputs) {
+  const ServeConfig config = parse_serve_config(R"(
+inputs:
+  - name: secure
+    type: syslog_tcp
+    tls: {cert: /etc/s.pem, key: /etc/s.key, client_ca: /etc/ca.pem}
+  - {name: web, type: http, listen: "127.0.0.1:8080"}
+service:
+  limits: {max_body_bytes: 4MiB}
+)",
+                                                "tls.yaml");
+  ASSERT_EQ(config.inputs.size(), 2U);
+  EXPECT_TRUE(config.inputs[0].tls.enabled());
+  EXPECT_EQ(config.inputs[0].tls.client_ca, "/etc/ca.pem");
+  EXPECT_EQ(config.inputs[1].type, InputType::http);
+  EXPECT_EQ(config.inputs[1].format, conveyor::stages::Format::json);
+  EXPECT_FALSE(config.inputs[1].tls.enabled());
+  EXPECT_EQ(config.limits.max_body_bytes, 4U << 20U);
+
+  EXPECT_NE(error_of("inputs:\n  - {type: syslog_udp, tls: {cert: a, key: b}}\n")
+                .find("test.yaml:2:29: inputs[0].tls is for syslog_tcp, tcp and http inputs"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp, tls: {cert: a}}\n")
+                .find("inputs[0].tls needs both cert and key"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp, tls: {cert: a, key: b, ca: c}}\n")
+                .find("unknown key 'inputs[0].tls.ca'"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -1,17 +1,33 @@
-// `log-ingest serve` as operators run it, over real sockets on 127.0.0.1: systemd readiness on a
-// notify socket. Loops are bounded; a watchdog ends a hang.
+// `log-ingest serve` as operators run it, over real sockets on 127.0.0.1: an output that stalls
+// (TCP senders wait, memory stays bounded, UDP drops are counted, HTTP answers 429), HTTP
+// ingestion, TLS with client certificates made by the openssl CLI, and systemd readiness on a
+// notify socket. Every message is counted. Loops are bounded; a watchdog ends a hang.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
 #include <string>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 
 #include "serve_harness.hpp"
 #include "watchdog.hpp"
@@ -21,6 +37,365 @@ namespace {
 using namespace conveyor::testing::serve;  // NOLINT(google-build-using-namespace)
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+#ifdef CONVEYOR_SANITIZED
+constexpr int stall_clients = 2;
+constexpr int stall_messages_each = 40'000;
+#else
+constexpr int stall_clients = 4;
+constexpr int stall_messages_each = 200'000;
+#endif
+
+// The records output as a FIFO that the test reads only when it chooses: until then the service's
+// writer blocks once the pipe is full, as on a disk or a consumer that stalls.
+class StalledOutput {
+ public:
+  // Makes the FIFO at `path` and opens its read end (so that the service can open it to write).
+  explicit StalledOutput(const fs::path& path) {
+    if (::mkfifo(path.c_str(), 0600) != 0) throw std::runtime_error("mkfifo failed");
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) throw std::runtime_error("cannot open the FIFO");
+  }
+  StalledOutput(const StalledOutput&) = delete;
+  StalledOutput& operator=(const StalledOutput&) = delete;
+  ~StalledOutput() {
+    if (reader_.joinable()) reader_.join();
+    ::close(fd_);
+  }
+
+  // Reads everything into memory from now on, until the writer closes its end.
+  void resume() {
+    reader_ = std::thread([this] {
+      char buffer[1 << 16];
+      for (;;) {
+        pollfd ready{.fd = fd_, .events = POLLIN, .revents = 0};
+        if (::poll(&ready, 1, 100) <= 0) continue;
+        const ssize_t got = ::read(fd_, buffer, sizeof buffer);
+        if (got == 0) return;  // the service closed it
+        if (got > 0) text_.append(buffer, static_cast<std::size_t>(got));
+      }
+    });
+  }
+  // What was read, once the service has exited.
+  std::string finish() {
+    reader_.join();
+    return text_;
+  }
+
+ private:
+  int fd_ = -1;
+  std::thread reader_;
+  std::string text_;
+};
+
+// The service's peak resident memory, in MiB.
+double peak_rss_mib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return -1;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::size_t start = 0;
+  for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    lines.push_back(text.substr(start, end - start));
+  return lines;
+}
+
+// One POST to /ingest on a new connection: the status and the body of the answer.
+std::pair<unsigned, std::string> post(std::uint16_t port, const std::string& body,
+                                      const std::string& target = "/ingest") {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::address_v4::loopback(), port});
+  http::request<http::string_body> request(http::verb::post, target, 11);
+  request.set(http::field::host, "127.0.0.1");
+  request.body() = body;
+  request.prepare_payload();
+  http::write(socket, request);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response);
+  return {response.result_int(), response.body()};
+}
+
+// A CA, a server certificate for 127.0.0.1 and a client certificate that it signed, and a
+// self-signed client certificate it did not sign: made by the openssl CLI into `dir`.
+void make_certificates(const fs::path& dir) {
+  std::ofstream(dir / "make-certificates.sh") << R"(set -e
+key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key"; }
+sign() {  # name, common name, subjectAltName
+  key "$1"
+  openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=$2"
+  printf 'subjectAltName=%s\n' "$3" > "$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+    -extfile "$1.ext" -out "$1.pem"
+}
+key ca
+openssl req -x509 -new -key ca.key -out ca.pem -days 2 -subj /CN=test-ca
+sign server 127.0.0.1 IP:127.0.0.1
+sign client client DNS:client
+key rogue
+openssl req -x509 -new -key rogue.key -out rogue.pem -days 2 -subj /CN=rogue
+)";
+  const std::string command = "cd '" + dir.string() +
+                              "' && bash make-certificates.sh > openssl.log 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir / "openssl.log");
+}
+
+// A TLS client on 127.0.0.1 that trusts `ca` and presents `certificate` (when not empty).
+class TlsClient {
+ public:
+  TlsClient(std::uint16_t port, const fs::path& ca, const fs::path& certificate = {})
+      : context_(asio::ssl::context::tls_client) {
+    context_.load_verify_file(ca.string());
+    context_.set_verify_mode(asio::ssl::verify_peer);
+    if (!certificate.empty()) {
+      context_.use_certificate_chain_file(certificate.string());
+      fs::path key = certificate;
+      context_.use_private_key_file(key.replace_extension(".key").string(),
+                                    asio::ssl::context::pem);
+    }
+    // After the context is complete: a stream copies the certificate when it is made.
+    stream_.emplace(io_, context_);
+    stream_->lowest_layer().connect({asio::ip::address_v4::loopback(), port});
+  }
+
+  // Whether the handshake succeeded and `bytes` were all sent, then the stream shut down.
+  bool send(const std::string& bytes) {
+    boost::system::error_code error;
+    stream_->handshake(asio::ssl::stream_base::client, error);
+    if (error) return false;
+    asio::write(*stream_, asio::buffer(bytes), error);
+    if (error) return false;
+    // A server that refused the certificate ends the stream (TLS 1.3 says so only after the
+    // handshake): reading tells.
+    stream_->shutdown(error);
+    return !error || error == asio::error::eof || error == asio::ssl::error::stream_truncated;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ssl::context context_;
+  std::optional<asio::ssl::stream<asio::ip::tcp::socket>> stream_;
+};
+
+// TLS with client certificates required: a client with a certificate the CA signed has every
+// message written; one without a certificate, one with a certificate the CA did not sign, and
+// one that does not speak TLS are refused and counted, and none of their messages is written.
+TEST(LogIngestServeOps, TlsWithClientCertificates) {
+  conveyor::testing::Watchdog watchdog(120s);
+  fs::path dir;
+  const std::string inputs =
+      "  - name: syslog_tls\n"
+      "    type: syslog_tcp\n"
+      "    listen: 127.0.0.1:0\n"
+      "    tls: {cert: CERTS/server.pem, key: CERTS/server.key, client_ca: CERTS/ca.pem}\n";
+  const fs::path certs = fs::temp_directory_path() /
+                         ("conveyor-serve-certs-" + std::to_string(::getpid()));
+  fs::create_directories(certs);
+  make_certificates(certs);
+  std::string with_paths = inputs;
+  for (std::size_t at = 0; (at = with_paths.find("CERTS", at)) != std::string::npos;)
+    with_paths.replace(at, 5, certs.string());
+  Service service("tls", ServiceSetup{.inputs_yaml = with_paths});
+  const std::uint16_t port = service.port("syslog_tls");
+  EXPECT_NE(service.log().find("on tls://127.0.0.1:"), std::string::npos) << service.log();
+
+  constexpr int messages = 2000;
+  std::string good;
+  for (int i = 0; i < messages; ++i) {
+    const std::string message = syslog_message(name("tls-", i));
+    good += i % 2 == 0 ? std::to_string(message.size()) + " " + message : message + "\n";
+  }
+  EXPECT_TRUE(TlsClient(port, certs / "ca.pem", certs / "client.pem").send(good));
+  // Refused: TLS 1.3 may let the client finish its side of the handshake before the server
+  // rejects it, so the proof is what is written and counted, not what the client saw.
+  (void)TlsClient(port, certs / "ca.pem").send(syslog_message("no-certificate") + "\n");
+  (void)TlsClient(port, certs / "ca.pem", certs / "rogue.pem").send(syslog_message("rogue") + "\n");
+  {
+    Client plain(port);
+    (void)plain.send(syslog_message("plain-text") + "\n");
+    EXPECT_TRUE(plain.closed_within(10s));
+  }
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric(
+               "log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}") == 3.0;
+  })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}").value_or(-1);
+#endif
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), std::uint64_t{messages}) << service.log();
+  EXPECT_EQ(counts.at("written"), std::uint64_t{messages});
+  std::set<std::string> seen;
+  for (const std::string& line : lines_of(service.records()))
+    seen.insert(message_of(line));
+  EXPECT_EQ(seen.size(), std::size_t{messages});
+  EXPECT_EQ(seen.count("tls-0"), 1U);
+  EXPECT_EQ(seen.count(name("tls-", messages - 1)), 1U);
+  fs::remove_all(certs);
+}
+
+// The writer stalls for 5 s: TCP senders are slowed (they cannot finish while it stalls), the
+// service's memory stays bounded, UDP drops are counted (received = written + dropped), and once
+// the output moves again every TCP message is written exactly once.
+TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
+  conveyor::testing::Watchdog watchdog(300s);
+  std::unique_ptr<StalledOutput> output;
+  Service service("stall", ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
+                                        .prepare = [&](const fs::path& dir) {
+                                          output = std::make_unique<StalledOutput>(
+                                              dir / "records.jsonl");
+                                        }});
+  const std::uint16_t port = service.port("syslog_tcp");
+  std::atomic<std::uint64_t> sent_bytes{0};
+  std::atomic<int> finished{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> clients;
+  std::uint64_t total_bytes = 0;
+  for (int c = 0; c < stall_clients; ++c) {
+    std::string bytes;
+    for (int i = 0; i < stall_messages_each; ++i)
+      bytes += syslog_message(name("s", c, i)) + "\n";
+    total_bytes += bytes.size();
+    clients.emplace_back([&, bytes = std::move(bytes)] {
+      Client client(port);
+      for (std::size_t at = 0; at < bytes.size(); at += 64 << 10) {
+        if (!client.send(bytes.substr(at, 64 << 10))) failures.fetch_add(1);
+        sent_bytes.fetch_add(std::min<std::size_t>(64 << 10, bytes.size() - at));
+      }
+      finished.fetch_add(1);
+    });
+  }
+  // UDP meanwhile, paced so that the kernel's buffer does not overflow; the service drops what
+  // its full queue cannot take, and counts it.
+  const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  constexpr int datagrams = 4000;
+  for (int i = 0; i < datagrams; ++i) {
+    send_datagram(udp, service.port("syslog_udp"), syslog_message(name("u", i)));
+    if (i % 50 == 49) std::this_thread::sleep_for(2ms);
+  }
+  ::close(udp);
+  std::this_thread::sleep_for(5s);
+  EXPECT_LT(finished.load(), stall_clients) << "the senders were not held back";
+  EXPECT_LT(sent_bytes.load(), total_bytes);
+  const double stalled_rss = peak_rss_mib(service.child().pid());
+  output->resume();
+  for (std::thread& client : clients)
+    client.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_EQ(service.child().stop(SIGTERM, 120s), 0) << service.log();
+  const std::string written = output->finish();
+
+  const std::uint64_t tcp_messages = std::uint64_t{stall_clients} * stall_messages_each;
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), tcp_messages + datagrams) << service.log();
+  EXPECT_EQ(counts.at("written") + counts.at("dropped"), tcp_messages + datagrams);
+  EXPECT_GT(counts.at("dropped"), 0U) << "the queue never filled";
+  EXPECT_EQ(counts.at("lost"), 0U);
+  std::set<std::string> seen;
+  std::uint64_t tcp_seen = 0;
+  for (const std::string& line : split_lines(written)) {
+    const std::string message = message_of(line);
+    ASSERT_TRUE(seen.insert(message).second) << "written twice: " << line;
+    tcp_seen += message.front() == 's' ? 1 : 0;
+  }
+  EXPECT_EQ(tcp_seen, tcp_messages);
+  EXPECT_EQ(seen.size(), counts.at("written"));
+  // What the service held while the senders waited: its queues, not what they had to send.
+  std::printf("peak RSS while stalled: %.0f MiB, with %.0f MiB to send\n", stalled_rss,
+              static_cast<double>(total_bytes) / (1 << 20));
+#ifndef CONVEYOR_SANITIZED
+  EXPECT_LT(stalled_rss, 256.0);
+#endif
+}
+
+// POST /ingest: 200 once the lines are taken, 429 with Retry-After while the output stalls and
+// the queue is full, 404 and 405 elsewhere. A client that sends each refused body again has every
+// line written exactly once.
+TEST(LogIngestServeOps, HttpIngestAnswers429WhileFullAndLosesNothing) {
+  conveyor::testing::Watchdog watchdog(180s);
+  std::unique_ptr<StalledOutput> output;
+  Service service(
+      "http", ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: \"127.0.0.1:0\"}\n",
+                           .pipeline_yaml = "  workers: 1\n  queue_chunks: 2\n",
+                           .prepare = [&](const fs::path& dir) {
+                             output = std::make_unique<StalledOutput>(dir / "records.jsonl");
+                           }});
+  const std::uint16_t port = service.port("web");
+  EXPECT_EQ(post(port, "", "/other").first, 404U);
+  {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::address_v4::loopback(), port});
+    http::request<http::empty_body> request(http::verb::get, "/ingest", 11);
+    http::write(socket, request);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(socket, buffer, response);
+    EXPECT_EQ(response.result_int(), 405U);
+    EXPECT_EQ(response[http::field::allow], "POST");
+  }
+  // Bodies of 500 JSON lines each, posted until the stalled output makes the service refuse one.
+  const auto body = [](int n) {
+    std::string text;
+    for (int i = 0; i < 500; ++i) {
+      text += R"({"time":"2024-10-11T22:14:15Z","remote_addr":"10.0.0.1","method":"GET","path":"/)";
+      text += name("b", n, i) + R"(","status":200})" + "\n";
+    }
+    return text;
+  };
+  int bodies = 0;
+  bool refused = false;
+  for (; bodies < 20'000 && !refused; ++bodies) {
+    const auto [status, answer] = post(port, body(bodies));
+    if (status == 429) {
+      refused = true;
+      break;
+    }
+    ASSERT_EQ(status, 200U) << answer;
+    ASSERT_EQ(answer, "{\"accepted\":500}\n");
+  }
+  ASSERT_TRUE(refused) << "no 429 while the output stalled";
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_GE(service.metric("log_ingest_http_responses_total{input=\"web\",code=\"429\"}"), 1.0);
+  EXPECT_EQ(service.metric("log_ingest_http_responses_total{input=\"web\",code=\"404\"}"), 1.0);
+#endif
+  output->resume();
+  // The refused body and a few more, each sent again after a 429 as Retry-After asks (sooner
+  // here), until taken.
+  for (const int last = bodies + 5; bodies <= last; ++bodies) {
+    bool taken = false;
+    for (int attempts = 0; attempts < 1000 && !taken; ++attempts) {
+      const auto [status, answer] = post(port, body(bodies));
+      taken = status == 200;
+      if (!taken) {
+        ASSERT_EQ(status, 429U) << answer;
+        std::this_thread::sleep_for(10ms);
+      }
+    }
+    ASSERT_TRUE(taken);
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const std::string written = output->finish();
+  std::set<std::string> paths;
+  for (const std::string& line : split_lines(written)) {
+    const std::size_t at = line.find("\"path\":\"/");
+    ASSERT_NE(at, std::string::npos) << line;
+    ASSERT_TRUE(paths.insert(line.substr(at, line.find('"', at + 9) - at)).second)
+        << "written twice: " << line;
+  }
+  EXPECT_EQ(paths.size(), std::size_t(bodies) * 500);
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), std::uint64_t(bodies) * 500) << service.log();
+  EXPECT_EQ(counts.at("written"), std::uint64_t(bodies) * 500);
+}
 
 #ifdef CONVEYOR_HAS_SYSTEMD
 // A socket that stands in for systemd's: what the service sends to $NOTIFY_SOCKET.

@@ -128,6 +128,8 @@ class ChildProcess {
   }
 
   // Sends `signal` and returns at once.
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+
   void send_signal(int signal) const {
     if (pid_ > 0) ::kill(pid_, signal);
   }

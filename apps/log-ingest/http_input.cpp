@@ -1,0 +1,203 @@
+// HttpInput and its connections.
+#include "http_input.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+
+#include "client_stream.hpp"
+
+namespace conveyor::log_ingest {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::uint32_t header_limit = 16U << 10U;
+
+}  // namespace
+
+// One client, request after request. Owned by the handlers it has pending (shared_ptr).
+class HttpConnection final : public StreamConnection,
+                             public std::enable_shared_from_this<HttpConnection> {
+ public:
+  HttpConnection(HttpInput& owner, tcp::socket socket)
+      : owner_(owner),
+        stream_(std::move(socket), owner.tls()),
+        idle_(stream_.get_executor()),
+        retry_(stream_.get_executor()),
+        builder_(owner.input_),
+        buffer_(header_limit + owner.limits_.max_body_bytes) {}
+
+  void start() override {
+    waiting_ = true;
+    arm_idle();
+    stream_.handshake([self = shared_from_this()](const error_code& error) {
+      if (error) {
+        InputCounters::add(self->owner_.counters_.tls_failures, 1);
+        self->end();
+        return;
+      }
+      self->read_request();
+    });
+  }
+
+  void drain() override {
+    draining_ = true;
+    // Between requests with nothing of the next one read: nothing is in flight.
+    if (waiting_ && buffer_.size() == 0) close();
+  }
+
+  void close() override { stream_.close(); }
+
+ private:
+  // Closes the connection if it waits for idle_timeout for a request.
+  void arm_idle() {
+    idle_.expires_after(owner_.limits_.idle_timeout);
+    idle_.async_wait([self = shared_from_this()](const error_code& error) {
+      if (error || !self->waiting_) return;
+      InputCounters::add(self->owner_.counters_.idle_disconnects, 1);
+      self->close();
+    });
+  }
+
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(header_limit);
+    parser_->body_limit(owner_.limits_.max_body_bytes);
+    waiting_ = true;
+    arm_idle();
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](const error_code& error, std::size_t) {
+                       self->on_request(error);
+                     });
+  }
+
+  void on_request(const error_code& error) {
+    waiting_ = false;
+    idle_.cancel();
+    if (error == http::error::body_limit) {
+      respond(http::status::payload_too_large, R"({"error":"the body is over max_body_bytes"})",
+              true);
+      return;
+    }
+    if (error == http::error::end_of_stream || error == http::error::partial_message ||
+        (error && error.category() != http::make_error_code(http::error::bad_target).category())) {
+      end();  // the client left, or the connection was closed
+      return;
+    }
+    if (error) {
+      respond(http::status::bad_request, R"({"error":"not an HTTP request"})", true);
+      return;
+    }
+    const http::request<http::string_body>& request = parser_->get();
+    std::string_view target(request.target().data(), request.target().size());
+    target = target.substr(0, target.find('?'));
+    if (target != "/ingest") {
+      respond(http::status::not_found, R"({"error":"POST lines to /ingest"})", false);
+    } else if (request.method() != http::verb::post) {
+      respond(http::status::method_not_allowed, R"({"error":"POST lines to /ingest"})", false);
+    } else {
+      ingest(request.body());
+    }
+  }
+
+  void ingest(std::string_view body) {
+    stages::FrameDecoder decoder({.max_frame_bytes = owner_.limits_.max_frame_bytes},
+                                 stages::Framing::lines);
+    (void)decoder.feed(body, builder_);  // lines framing never breaks
+    decoder.finish(builder_);
+    builder_.seal();
+    accepted_ = 0;
+    if (!builder_.ready()) {
+      respond(http::status::ok, R"({"accepted":0})", false);
+      return;
+    }
+    // All or nothing: a body is refused only while none of it is taken.
+    if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
+      while (builder_.ready())
+        builder_.pop();
+      respond(http::status::too_many_requests, R"({"error":"the pipeline is full; retry"})",
+              false);
+      return;
+    }
+    accepted_ += builder_.front().messages;
+    builder_.pop();
+    push_rest();
+  }
+
+  // The body's other chunks, waiting for room: its first is in, so it is taken whole.
+  void push_rest() {
+    while (builder_.ready()) {
+      if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
+        retry_.expires_after(std::chrono::milliseconds(1));
+        retry_.async_wait([self = shared_from_this()](const error_code&) { self->push_rest(); });
+        return;
+      }
+      accepted_ += builder_.front().messages;
+      builder_.pop();
+    }
+    std::string answer = R"({"accepted":)";
+    respond(http::status::ok, answer.append(std::to_string(accepted_)).append("}"), false);
+  }
+
+  void respond(http::status status, std::string body, bool close_after) {
+    const bool keep = !close_after && !draining_ && parser_ && parser_->is_done() &&
+                      parser_->get().keep_alive();
+    response_.emplace(status, parser_ && parser_->is_header_done() ? parser_->get().version() : 11);
+    response_->set(http::field::content_type, "application/json");
+    if (status == http::status::too_many_requests) response_->set(http::field::retry_after, "1");
+    if (status == http::status::method_not_allowed) response_->set(http::field::allow, "POST");
+    response_->body() = std::move(body);
+    response_->body().push_back('\n');
+    response_->keep_alive(keep);
+    response_->prepare_payload();
+    owner_.counters_.count_http(static_cast<unsigned>(status));
+    http::async_write(stream_, *response_,
+                      [self = shared_from_this(), keep](const error_code& error, std::size_t) {
+                        if (error || !keep) {
+                          self->end();
+                        } else {
+                          self->read_request();
+                        }
+                      });
+  }
+
+  void end() {
+    if (ended_) return;
+    ended_ = true;
+    waiting_ = false;
+    idle_.cancel();
+    close();
+    owner_.closed(this);
+  }
+
+  HttpInput& owner_;
+  ClientStream stream_;
+  asio::steady_timer idle_;
+  asio::steady_timer retry_;
+  ChunkBuilder builder_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<http::response<http::string_body>> response_;
+  std::uint64_t accepted_ = 0;
+  bool waiting_ = false;   // for a request (or the handshake), with the idle clock running
+  bool draining_ = false;  // the service drains: no keep-alive
+  bool ended_ = false;
+};
+
+std::shared_ptr<StreamConnection> HttpInput::connect(tcp::socket socket) {
+  return std::make_shared<HttpConnection>(*this, std::move(socket));
+}
+
+}  // namespace conveyor::log_ingest
