@@ -20,6 +20,7 @@
 #include <string>
 
 #include "conveyor/stages/record.hpp"
+#include "load_generator.hpp"
 #include "run.hpp"
 #include "sample.hpp"
 #include "serve.hpp"
@@ -44,6 +45,7 @@ Examples:
   log-ingest generate --lines 5000000 --format json > big.jsonl
   log-ingest generate --size 1GiB --output big.log
   log-ingest generate --profile realistic --size 1GiB --format json -o big.jsonl
+  log-ingest generate --to tcp://127.0.0.1:5514 --rate 50000 --lines 1000000 --connections 8
   log-ingest serve                                 # syslog on 127.0.0.1:5514, TCP and UDP
   log-ingest serve --config deploy/log-ingest.yaml
   log-ingest validate --config deploy/log-ingest.yaml
@@ -65,9 +67,10 @@ void add_serve_flags(CLI::App& command, conveyor::log_ingest::ServeFlags& flags)
 }
 
 // Writes the generator's lines until `lines` were made or, when `bytes` is not 0, until `bytes`
-// were written (whole lines: the file ends at the first line end past the size).
+// were written (whole lines: the file ends at the first line end past the size). `syslog`: each
+// line as an RFC 5424 message, one per line.
 int generate(conveyor::log_ingest::SampleOptions options, std::uint64_t bytes,
-             const std::string& output) {
+             const std::string& output, bool syslog) {
   std::FILE* out = output == "-" ? stdout : std::fopen(output.c_str(), "wb");
   if (out == nullptr) {
     std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
@@ -80,11 +83,23 @@ int generate(conveyor::log_ingest::SampleOptions options, std::uint64_t bytes,
   }
   conveyor::log_ingest::SampleGenerator generator(options);
   std::string buffer;
+  std::string line;
   std::uint64_t written = 0;
+  std::uint64_t number = 0;
+  const std::string timestamp = "2026-11-01T00:00:00.000Z";
   bool more = true;
   while (more) {
     buffer.clear();
-    while (buffer.size() < (1U << 20U) && (more = generator.next(buffer))) {
+    while (buffer.size() < (1U << 20U)) {
+      if (syslog) {
+        line.clear();
+        if (!(more = generator.next(line))) break;
+        line.pop_back();
+        conveyor::log_ingest::append_syslog5424(buffer, line, number++, timestamp,
+                                                conveyor::log_ingest::SyslogFrame::lf);
+      } else if (!(more = generator.next(buffer))) {
+        break;
+      }
       if (bytes != 0 && written + buffer.size() >= bytes) {
         more = false;
         break;
@@ -161,7 +176,7 @@ int main_guarded(int argc, char** argv) {
 
   std::uint64_t lines = 200'000;
   std::uint64_t seed = 42;
-  std::string sample_format = "combined";
+  std::string sample_format;
   std::string sample_profile = "small";
   std::string sample_output = "-";
   CLI::App* generate_command =
@@ -173,9 +188,11 @@ int main_guarded(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   generate_command->add_option("--seed", seed, "Random seed: the same seed, the same bytes")
       ->capture_default_str();
-  generate_command->add_option("--format", sample_format, "Log format")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"combined", "json"}));
+  generate_command
+      ->add_option("--format", sample_format,
+                   "Log format: combined, json, or syslog5424 (each line as nginx sends it to "
+                   "syslog); with --to, syslog5424 unless given")
+      ->check(CLI::IsMember({"combined", "json", "syslog5424"}));
   generate_command
       ->add_option("--profile", sample_profile,
                    "small (the embedded sample), realistic (two hours of a shop: many distinct "
@@ -184,6 +201,21 @@ int main_guarded(int argc, char** argv) {
       ->check(CLI::IsMember({"small", "realistic", "distinct"}));
   generate_command->add_option("-o,--output", sample_output, "File, or - for stdout")
       ->capture_default_str();
+  conveyor::log_ingest::LoadOptions load;
+  std::string framing = "octet";
+  generate_command->add_option("--to", load.to,
+                               "Send to a log service instead: tcp://HOST:PORT or udp://HOST:PORT");
+  generate_command->add_option("--rate", load.rate, "With --to: messages per second (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  generate_command
+      ->add_option("--connections", load.connections, "With --to: connections, each a thread")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 4096U));
+  generate_command
+      ->add_option("--framing", framing, "With --to tcp:// and syslog5424: octet or lf")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"octet", "lf"}));
 
   conveyor::log_ingest::ServeFlags serve_flags;
   CLI::App* serve_command = app.add_subcommand(
@@ -200,12 +232,18 @@ int main_guarded(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : 2;
   }
   if (*generate_command) {
-    return generate(
-        {.lines = lines,
-         .seed = seed,
-         .format = sample_format == "json" ? SampleFormat::json : SampleFormat::combined,
-         .profile = *conveyor::log_ingest::parse_profile(sample_profile)},
-        size, sample_output);
+    const conveyor::log_ingest::SampleOptions sample{
+        .lines = lines,
+        .seed = seed,
+        .format = sample_format == "json" ? SampleFormat::json : SampleFormat::combined,
+        .profile = *conveyor::log_ingest::parse_profile(sample_profile)};
+    if (!load.to.empty()) {
+      load.sample = sample;
+      load.format = sample_format.empty() ? "syslog5424" : sample_format;
+      load.octet_counting = framing == "octet";
+      return conveyor::log_ingest::send_load(load);
+    }
+    return generate(sample, size, sample_output, sample_format == "syslog5424");
   }
   if (*validate_command) return conveyor::log_ingest::validate_config(validate_flags);
   if (*serve_command) {

@@ -40,9 +40,11 @@ using namespace std::chrono_literals;
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
 
+// More than the kernel's socket buffers hold (several MiB a connection on loopback), so that the
+// senders must wait while the output stalls.
 #ifdef CONVEYOR_SANITIZED
 constexpr int stall_clients = 2;
-constexpr int stall_messages_each = 40'000;
+constexpr int stall_messages_each = 200'000;
 #else
 constexpr int stall_clients = 4;
 constexpr int stall_messages_each = 200'000;
@@ -395,6 +397,37 @@ TEST(LogIngestServeOps, HttpIngestAnswers429WhileFullAndLosesNothing) {
   const auto counts = accounting(service.log(), "drained");
   EXPECT_EQ(counts.at("received"), std::uint64_t(bodies) * 500) << service.log();
   EXPECT_EQ(counts.at("written"), std::uint64_t(bodies) * 500);
+}
+
+// `generate --to` sends every line it says it sent: over several TCP connections, octet-counted
+// and LF-framed, paced, and each is written as a syslog record from nginx.
+TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("generate", "");
+  const std::string to = "tcp://127.0.0.1:" + std::to_string(service.port("syslog_tcp"));
+  const auto generate = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {CONVEYOR_LOG_INGEST, "generate", "--to", to});
+    conveyor::testing::ChildProcess generator(args, (service.dir() / "generate.txt").string());
+    return generator.wait(60s);
+  };
+  EXPECT_EQ(generate({"--lines", "3000", "--connections", "3", "--profile", "realistic"}), 0);
+  EXPECT_EQ(generate({"--lines", "1000", "--framing", "lf", "--rate", "20000"}), 0);
+  EXPECT_NE(read_file(service.dir() / "generate.txt").find("sent 1000 messages"),
+            std::string::npos);
+  {
+    conveyor::testing::ChildProcess bad({CONVEYOR_LOG_INGEST, "generate", "--to", "ftp://x:1"},
+                                        (service.dir() / "bad.txt").string());
+    EXPECT_EQ(bad.wait(30s), 2);
+    EXPECT_NE(read_file(service.dir() / "bad.txt").find("must be tcp://HOST:PORT or udp://"),
+              std::string::npos);
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 4000U) << service.log();
+  EXPECT_EQ(counts.at("written"), 4000U);
+  const std::vector<std::string> records = lines_of(service.records());
+  ASSERT_EQ(records.size(), 4000U);
+  EXPECT_NE(records.front().find(R"("program":"nginx")"), std::string::npos) << records.front();
 }
 
 #ifdef CONVEYOR_HAS_SYSTEMD

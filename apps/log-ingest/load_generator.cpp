@@ -1,0 +1,203 @@
+// send_load: the sample's lines over TCP or UDP, paced.
+#include "load_generator.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/udp.hpp>
+#include <boost/asio/write.hpp>
+
+#include "service_input.hpp"
+
+namespace conveyor::log_ingest {
+
+namespace {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+// Now, as 2026-11-26T10:00:00.123Z.
+std::string rfc3339_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          now.time_since_epoch())
+                          .count() %
+                      1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[40];
+  const std::size_t length = std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(text + length, sizeof text - length, ".%03dZ", static_cast<int>(millis));
+  return text;
+}
+
+struct Target {
+  bool udp = false;
+  Endpoint endpoint;
+};
+
+Target parse_target(const std::string& to) {
+  Target target;
+  std::string rest;
+  if (to.rfind("tcp://", 0) == 0) {
+    rest = to.substr(6);
+  } else if (to.rfind("udp://", 0) == 0) {
+    target.udp = true;
+    rest = to.substr(6);
+  } else {
+    throw std::invalid_argument("--to '" + to + "' must be tcp://HOST:PORT or udp://HOST:PORT");
+  }
+  target.endpoint = parse_endpoint(rest);
+  return target;
+}
+
+// One connection's share: makes its lines and sends them in batches, paced to `rate` (0: none).
+class Sender {
+ public:
+  Sender(const LoadOptions& options, const Target& target, unsigned index, std::uint64_t lines,
+         double rate)
+      : options_(options), target_(target), lines_(lines), rate_(rate), generator_([&] {
+          SampleOptions sample = options.sample;
+          sample.lines = lines;
+          sample.seed = options.sample.seed + index;
+          sample.format = options.format == "json" ? SampleFormat::json : SampleFormat::combined;
+          return sample;
+        }()) {}
+
+  // Bytes sent; throws boost::system::system_error.
+  std::uint64_t run() {
+    asio::io_context io;
+    asio::ip::tcp::socket tcp(io);
+    asio::ip::udp::socket udp(io);
+    if (target_.udp) {
+      udp.open(target_.endpoint.address.is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4());
+    } else {
+      tcp.connect({target_.endpoint.address, target_.endpoint.port});
+      tcp.set_option(asio::ip::tcp::no_delay(true));
+    }
+    const asio::ip::udp::endpoint to(target_.endpoint.address, target_.endpoint.port);
+    const bool syslog = options_.format == "syslog5424";
+    const SyslogFrame frame = target_.udp              ? SyslogFrame::none
+                              : options_.octet_counting ? SyslogFrame::octet_counted
+                                                        : SyslogFrame::lf;
+    const Clock::time_point start = Clock::now();
+    std::string line;
+    std::string batch;
+    std::uint64_t sent = 0;
+    std::uint64_t bytes = 0;
+    while (sent < lines_) {
+      std::uint64_t due = 512;
+      if (rate_ > 0) {
+        const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+        const auto target = static_cast<std::uint64_t>(elapsed * rate_) + 1;
+        if (target <= sent) {
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          continue;
+        }
+        due = std::min<std::uint64_t>(target - sent, 512);
+      }
+      due = std::min(due, lines_ - sent);
+      const std::string timestamp = syslog ? rfc3339_now() : std::string();
+      batch.clear();
+      for (std::uint64_t i = 0; i < due; ++i) {
+        line.clear();
+        if (!generator_.next(line)) break;
+        line.pop_back();  // its LF
+        const std::size_t start_of_message = batch.size();
+        if (syslog) {
+          append_syslog5424(batch, line, sent + i, timestamp, frame);
+        } else {
+          batch.append(line);
+          if (!target_.udp) batch.push_back('\n');
+        }
+        if (target_.udp) {
+          udp.send_to(asio::buffer(batch.data() + start_of_message,
+                                   batch.size() - start_of_message),
+                      to);
+        }
+      }
+      if (!target_.udp) asio::write(tcp, asio::buffer(batch));
+      bytes += batch.size();
+      sent += due;
+    }
+    return bytes;
+  }
+
+ private:
+  const LoadOptions& options_;
+  Target target_;
+  std::uint64_t lines_;
+  double rate_;
+  SampleGenerator generator_;
+};
+
+}  // namespace
+
+void append_syslog5424(std::string& out, std::string_view line, std::uint64_t number,
+                       std::string_view timestamp, SyslogFrame frame) {
+  // local0 (16), informational (6): what nginx's `access_log syslog:` sends by default.
+  char header[96];
+  const int length =
+      std::snprintf(header, sizeof header, "<134>1 %.*s web-%02u nginx %u - - ",
+                    static_cast<int>(timestamp.size()), timestamp.data(),
+                    static_cast<unsigned>(number * 2654435761U % 32),
+                    static_cast<unsigned>(1000 + number % 7));
+  const std::size_t size = static_cast<std::size_t>(length) + line.size();
+  if (frame == SyslogFrame::octet_counted) out.append(std::to_string(size)).push_back(' ');
+  out.append(header, static_cast<std::size_t>(length)).append(line);
+  if (frame == SyslogFrame::lf) out.push_back('\n');
+}
+
+int send_load(const LoadOptions& options) {
+  Target target;
+  try {
+    target = parse_target(options.to);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    return 2;
+  }
+  const unsigned connections = std::max(1U, options.connections);
+  const std::uint64_t lines = options.sample.lines;
+  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<bool> failed{false};
+  const Clock::time_point start = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned c = 0; c < connections; ++c) {
+      const std::uint64_t share = lines / connections + (c < lines % connections ? 1 : 0);
+      threads.emplace_back([&, c, share] {
+        try {
+          Sender sender(options, target, c, share, options.rate / connections);
+          bytes.fetch_add(sender.run(), std::memory_order_relaxed);
+        } catch (const std::exception& error) {
+          if (!failed.exchange(true, std::memory_order_relaxed)) {
+            std::fprintf(stderr, "log-ingest: cannot send to %s: %s\n", options.to.c_str(),
+                         error.what());
+          }
+        }
+      });
+    }
+  }
+  if (failed.load(std::memory_order_relaxed)) return 1;
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::fprintf(stderr,
+               "log-ingest: sent %llu messages (%.1f MB) to %s over %u connections in %.2f s: "
+               "%.0f messages/s\n",
+               static_cast<unsigned long long>(lines),
+               static_cast<double>(bytes.load(std::memory_order_relaxed)) / 1e6,
+               options.to.c_str(), connections, seconds,
+               static_cast<double>(lines) / std::max(seconds, 1e-9));
+  return 0;
+}
+
+}  // namespace conveyor::log_ingest

@@ -1,0 +1,41 @@
+// The load generator behind `log-ingest generate --to`: the sample generator's lines sent to a log
+// service over TCP or UDP, at a steady rate or as fast as the service takes them, for the
+// benchmarks and for trying `serve` out.
+//
+//   log-ingest generate --to tcp://127.0.0.1:5514 --rate 50000 --format syslog5424
+//
+// Formats: `syslog5424` wraps each access-log line as an RFC 5424 message, as nginx's syslog
+// output does (`<134>1 2026-11-26T10:00:00.123Z web-07 nginx 1234 - - LINE`), framed for TCP by
+// octet counting or LF (`framing`); `combined` and `json` send the lines as they are, one per LF.
+// Over UDP each message is one datagram. Each connection sends its share of `lines` at its share
+// of `rate`, from a generator seeded apart from the others.
+//
+// Contract: `send_load` returns once every line was sent (0), or prints why it could not connect
+// or send and returns 1. It reports the messages, bytes and rate it achieved on stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sample.hpp"
+
+namespace conveyor::log_ingest {
+
+struct LoadOptions {
+  std::string to;                  // tcp://HOST:PORT or udp://HOST:PORT
+  double rate = 0;                 // messages per second in all; 0: as fast as it can
+  unsigned connections = 1;        // TCP connections (UDP: sockets), each on its own thread
+  std::string format = "syslog5424";  // syslog5424, combined or json
+  bool octet_counting = true;      // syslog5424 over TCP: octet-counted frames, else LF
+  SampleOptions sample;            // lines, seed and profile; `format` follows `format`
+};
+
+int send_load(const LoadOptions& options);
+
+// Appends `line` (without its LF) as an RFC 5424 message, framed for TCP as asked (none: a
+// datagram's text). `number` picks the host; `timestamp` is RFC 3339.
+enum class SyslogFrame { none, octet_counted, lf };
+void append_syslog5424(std::string& out, std::string_view line, std::uint64_t number,
+                       std::string_view timestamp, SyslogFrame frame);
+
+}  // namespace conveyor::log_ingest
