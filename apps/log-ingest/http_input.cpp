@@ -127,8 +127,7 @@ class HttpConnection final : public StreamConnection,
     if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
       while (builder_.ready())
         builder_.pop();
-      respond(http::status::too_many_requests, R"({"error":"the pipeline is full; retry"})",
-              false);
+      respond(http::status::too_many_requests, R"({"error":"the pipeline is full; retry"})", false);
       return;
     }
     accepted_ += builder_.front().messages;
@@ -152,8 +151,8 @@ class HttpConnection final : public StreamConnection,
   }
 
   void respond(http::status status, std::string body, bool close_after) {
-    const bool keep = !close_after && !draining_ && parser_ && parser_->is_done() &&
-                      parser_->get().keep_alive();
+    const bool keep =
+        !close_after && !draining_ && parser_ && parser_->is_done() && parser_->get().keep_alive();
     response_.emplace(status, parser_ && parser_->is_header_done() ? parser_->get().version() : 11);
     response_->set(http::field::content_type, "application/json");
     if (status == http::status::too_many_requests) response_->set(http::field::retry_after, "1");

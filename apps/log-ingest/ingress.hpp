@@ -44,7 +44,7 @@ struct InputCounters {
       : name(std::move(input_name)), http(http_input) {}
 
   const std::string name;
-  const bool http;  // answers HTTP requests: http_responses are its
+  const bool http;                            // answers HTTP requests: http_responses are its
   std::atomic<std::uint64_t> received{0};     // messages, those dropped and dead-lettered included
   std::atomic<std::uint64_t> bytes{0};        // bytes read from clients
   std::atomic<std::uint64_t> dropped{0};      // UDP: queue full (reason "udp_overflow")

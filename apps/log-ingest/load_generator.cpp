@@ -29,10 +29,8 @@ using Clock = std::chrono::steady_clock;
 std::string rfc3339_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          now.time_since_epoch())
-                          .count() %
-                      1000;
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[40];
@@ -87,7 +85,7 @@ class Sender {
     }
     const asio::ip::udp::endpoint to(target_.endpoint.address, target_.endpoint.port);
     const bool syslog = options_.format == "syslog5424";
-    const SyslogFrame frame = target_.udp              ? SyslogFrame::none
+    const SyslogFrame frame = target_.udp               ? SyslogFrame::none
                               : options_.octet_counting ? SyslogFrame::octet_counted
                                                         : SyslogFrame::lf;
     const Clock::time_point start = Clock::now();
@@ -121,9 +119,8 @@ class Sender {
           if (!target_.udp) batch.push_back('\n');
         }
         if (target_.udp) {
-          udp.send_to(asio::buffer(batch.data() + start_of_message,
-                                   batch.size() - start_of_message),
-                      to);
+          udp.send_to(
+              asio::buffer(batch.data() + start_of_message, batch.size() - start_of_message), to);
         }
       }
       if (!target_.udp) asio::write(tcp, asio::buffer(batch));
@@ -147,11 +144,10 @@ void append_syslog5424(std::string& out, std::string_view line, std::uint64_t nu
                        std::string_view timestamp, SyslogFrame frame) {
   // local0 (16), informational (6): what nginx's `access_log syslog:` sends by default.
   char header[96];
-  const int length =
-      std::snprintf(header, sizeof header, "<134>1 %.*s web-%02u nginx %u - - ",
-                    static_cast<int>(timestamp.size()), timestamp.data(),
-                    static_cast<unsigned>(number * 2654435761U % 32),
-                    static_cast<unsigned>(1000 + number % 7));
+  const int length = std::snprintf(header, sizeof header, "<134>1 %.*s web-%02u nginx %u - - ",
+                                   static_cast<int>(timestamp.size()), timestamp.data(),
+                                   static_cast<unsigned>(number * 2654435761U % 32),
+                                   static_cast<unsigned>(1000 + number % 7));
   const std::size_t size = static_cast<std::size_t>(length) + line.size();
   if (frame == SyslogFrame::octet_counted) out.append(std::to_string(size)).push_back(' ');
   out.append(header, static_cast<std::size_t>(length)).append(line);
@@ -194,9 +190,8 @@ int send_load(const LoadOptions& options) {
                "log-ingest: sent %llu messages (%.1f MB) to %s over %u connections in %.2f s: "
                "%.0f messages/s\n",
                static_cast<unsigned long long>(lines),
-               static_cast<double>(bytes.load(std::memory_order_relaxed)) / 1e6,
-               options.to.c_str(), connections, seconds,
-               static_cast<double>(lines) / std::max(seconds, 1e-9));
+               static_cast<double>(bytes.load(std::memory_order_relaxed)) / 1e6, options.to.c_str(),
+               connections, seconds, static_cast<double>(lines) / std::max(seconds, 1e-9));
   return 0;
 }
 

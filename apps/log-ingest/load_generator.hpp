@@ -22,12 +22,12 @@
 namespace conveyor::log_ingest {
 
 struct LoadOptions {
-  std::string to;                  // tcp://HOST:PORT or udp://HOST:PORT
-  double rate = 0;                 // messages per second in all; 0: as fast as it can
-  unsigned connections = 1;        // TCP connections (UDP: sockets), each on its own thread
+  std::string to;                     // tcp://HOST:PORT or udp://HOST:PORT
+  double rate = 0;                    // messages per second in all; 0: as fast as it can
+  unsigned connections = 1;           // TCP connections (UDP: sockets), each on its own thread
   std::string format = "syslog5424";  // syslog5424, combined or json
-  bool octet_counting = true;      // syslog5424 over TCP: octet-counted frames, else LF
-  SampleOptions sample;            // lines, seed and profile; `format` follows `format`
+  bool octet_counting = true;         // syslog5424 over TCP: octet-counted frames, else LF
+  SampleOptions sample;               // lines, seed and profile; `format` follows `format`
 };
 
 int send_load(const LoadOptions& options);

@@ -212,8 +212,7 @@ int main_guarded(int argc, char** argv) {
       ->add_option("--connections", load.connections, "With --to: connections, each a thread")
       ->capture_default_str()
       ->check(CLI::Range(1U, 4096U));
-  generate_command
-      ->add_option("--framing", framing, "With --to tcp:// and syslog5424: octet or lf")
+  generate_command->add_option("--framing", framing, "With --to tcp:// and syslog5424: octet or lf")
       ->capture_default_str()
       ->check(CLI::IsMember({"octet", "lf"}));
 
@@ -254,7 +253,8 @@ int main_guarded(int argc, char** argv) {
       std::fprintf(stderr, "log-ingest: %s\n", error.what());
       return 2;
     }
-    return conveyor::log_ingest::run_serve(config);
+    return conveyor::log_ingest::run_serve(
+        config, [&serve_flags] { return conveyor::log_ingest::serve_config_from(serve_flags); });
   }
   run.format = *conveyor::stages::parse_format(format);
   return conveyor::log_ingest::run_ingest(run);

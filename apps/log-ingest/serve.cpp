@@ -32,14 +32,11 @@
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/tallies.hpp"
 #include "filter_error.hpp"
-#include "http_input.hpp"
 #include "ingress.hpp"
+#include "input_set.hpp"
 #include "serve_writer.hpp"
 #include "service_input.hpp"
-#include "stdin_input.hpp"
 #include "systemd_notify.hpp"
-#include "tcp_input.hpp"
-#include "udp_input.hpp"
 
 #ifdef CONVEYOR_HAS_PROMETHEUS
 #include "conveyor/prometheus/metrics_server.hpp"
@@ -73,22 +70,6 @@ stages::OutputFile open_output(const std::string& path) {
   return {file, path, 0};
 }
 
-std::unique_ptr<ServiceInput> make_input(asio::io_context& io, const InputConfig& input,
-                                         const LimitsConfig& limits, Ingress& ingress) {
-  switch (input.type) {
-    case InputType::syslog_tcp:
-    case InputType::tcp:
-      return std::make_unique<TcpInput>(io, input, limits, ingress);
-    case InputType::syslog_udp:
-      return std::make_unique<UdpInput>(io, input, limits, ingress);
-    case InputType::stdin_lines:
-      return std::make_unique<StdinInput>(input, limits, ingress);
-    case InputType::http:
-      return std::make_unique<HttpInput>(io, input, limits, ingress);
-  }
-  return nullptr;
-}
-
 // Everything counted so far, and whether it adds up.
 struct Tally {
   std::uint64_t received = 0;
@@ -111,11 +92,11 @@ struct Tally {
   }
 };
 
-Tally tally(const std::vector<std::unique_ptr<ServiceInput>>& inputs, const Accounting& counts) {
+Tally tally(const InputSet& inputs, const Accounting& counts) {
   Tally result;
-  for (const auto& input : inputs) {
-    result.received += InputCounters::read(input->counters().received);
-    result.dropped += InputCounters::read(input->counters().dropped);
+  for (const InputCounters* input : inputs.counters()) {
+    result.received += InputCounters::read(input->received);
+    result.dropped += InputCounters::read(input->dropped);
   }
   result.written = counts.written.load(std::memory_order_relaxed);
   result.rejected = counts.rejected.load(std::memory_order_relaxed);
@@ -196,7 +177,7 @@ int validate_config(const ServeFlags& flags) {
   return 1;
 }
 
-int run_serve(const ServeConfig& config) {
+int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& reload) {
   try {
     check_addresses(config);
   } catch (const std::exception& error) {
@@ -236,15 +217,7 @@ int run_serve(const ServeConfig& config) {
 
   Ingress ingress(config.queue_chunks);
   asio::io_context io;
-  std::vector<std::unique_ptr<ServiceInput>> inputs;
-  try {
-    for (const InputConfig& input : config.inputs)
-      inputs.push_back(make_input(io, input, config.limits, ingress));
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "log-ingest: %s\n", error.what());
-    outputs->close();
-    return 1;
-  }
+  InputSet inputs(io, ingress);
 
   auto live = std::make_shared<Shared<stages::LiveTotals>>(
       "live-totals", std::vector<std::string>{"update", "snapshot"}, stages::LiveTotals(workers));
@@ -268,14 +241,11 @@ int run_serve(const ServeConfig& config) {
       return 1;
     }
     auto metrics = std::make_shared<prometheus::PipelineMetrics>();
-    std::vector<const InputCounters*> counters;
-    counters.reserve(inputs.size());
-    for (const auto& input : inputs)
-      counters.push_back(&input->counters());
     server->add(metrics);
     server->add(std::make_shared<LiveMetrics>(live));
-    server->add(std::make_shared<ServeMetrics>(
-        std::move(counters), outputs, [&ingress] { return double(ingress.size_approx()); }));
+    server->add(
+        std::make_shared<ServeMetrics>([&inputs] { return inputs.counters(); }, outputs,
+                                       [&ingress] { return double(ingress.size_approx()); }));
     server->set_readiness([&ready, &draining] {
       return ready.load(std::memory_order_relaxed) && !draining.load(std::memory_order_relaxed);
     });
@@ -309,11 +279,24 @@ int run_serve(const ServeConfig& config) {
     asio::post(io, [&io] { io.stop(); });
   });
 
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    inputs[i]->start();
-    std::fprintf(stderr, "log-ingest: input '%s' (%s) on %s\n", config.inputs[i].name.c_str(),
-                 to_string(config.inputs[i].type), inputs[i]->where().c_str());
+  const auto log_inputs = [&inputs] {
+    for (const InputSet::Listening& input : inputs.listening()) {
+      std::fprintf(stderr, "log-ingest: input '%s' (%s) on %s\n", input.name.c_str(),
+                   to_string(input.type), input.where.c_str());
+    }
+  };
+  try {
+    inputs.open(config.inputs, config.limits);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "log-ingest: %s\n", error.what());
+    ingress.close();
+    inputs.close_all();
+    io.run();  // lets the inputs that did start end
+    waiter.join();
+    outputs->close();
+    return 1;
   }
+  log_inputs();
   ready.store(true, std::memory_order_relaxed);
   std::fprintf(stderr, "log-ingest: serving; SIGTERM or Ctrl-C drains and stops\n");
   std::fflush(stderr);
@@ -330,20 +313,18 @@ int run_serve(const ServeConfig& config) {
     draining.store(true, std::memory_order_relaxed);
     notify_stopping("draining");
     deadline = steady_clock::now() + config.drain_timeout;
-    for (const auto& input : inputs)
-      input->stop_accepting();
+    inputs.stop_accepting();
   };
   std::function<void()> watch = [&] {
     tick.expires_after(std::chrono::milliseconds(20));
     tick.async_wait([&](const boost::system::error_code& error) {
       if (error) return;
-      const bool all_finished = std::all_of(inputs.begin(), inputs.end(),
-                                            [](const auto& input) { return input->finished(); });
+      inputs.tick();
+      const bool all_finished = inputs.finished();
       if (all_finished && !deadline) begin_drain();
       if (deadline && !forced && steady_clock::now() >= *deadline) {
         forced = true;
-        for (const auto& input : inputs)
-          input->close_all();
+        inputs.close_all();
       }
       if (deadline && all_finished && !closed) {
         closed = true;
@@ -354,14 +335,54 @@ int run_serve(const ServeConfig& config) {
   };
   watch();
 
+  // SIGHUP: the configuration again. An invalid one changes nothing; inputs are reloaded
+  // (InputSet::reload), and what else changed waits for a restart.
+  const auto reload_inputs = [&] {
+    if (!reload) return;
+    ServeConfig next;
+    try {
+      next = reload();
+      check_addresses(next);
+      if (!parse_filter("where", next.where)) {
+        throw ConfigError("pipeline.where does not parse (see above)");
+      }
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "log-ingest: SIGHUP: keeping the running configuration: %s\n",
+                   error.what());
+      return;
+    }
+    try {
+      const std::string changes = inputs.reload(next.inputs, next.limits, config.drain_timeout);
+      std::fprintf(stderr, "log-ingest: SIGHUP: configuration reloaded; inputs: %s\n",
+                   changes.c_str());
+      log_inputs();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "log-ingest: SIGHUP: %s\n", error.what());
+    }
+    const bool restart =
+        next.where != config.where || next.fields != config.fields ||
+        next.workers != config.workers || next.queue_chunks != config.queue_chunks ||
+        next.records != config.records || next.dead_letters != config.dead_letters ||
+        next.fsync != config.fsync || next.metrics_listen != config.metrics_listen ||
+        next.auth_file != config.auth_file || next.drain_timeout != config.drain_timeout;
+    if (restart) {
+      std::fprintf(stderr,
+                   "log-ingest: SIGHUP: pipeline, outputs and service settings changed; they take "
+                   "effect at the next start\n");
+    }
+  };
+
   std::function<void()> on_signal = [&] {
     signals.async_wait([&](const boost::system::error_code& error, int number) {
       if (error) return;
-      if (number == SIGHUP) {
+      if (number == SIGHUP && !deadline) {
         notify_reloading();
         outputs->reopen.store(true, std::memory_order_relaxed);
         std::fprintf(stderr, "log-ingest: SIGHUP: reopening the outputs\n");
+        reload_inputs();
         notify_ready("serving " + std::to_string(inputs.size()) + " inputs");
+      } else if (number == SIGHUP) {
+        std::fprintf(stderr, "log-ingest: SIGHUP while draining: ignored\n");
       } else if (!deadline) {
         std::fprintf(stderr,
                      "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
@@ -390,8 +411,7 @@ int run_serve(const ServeConfig& config) {
       std::fprintf(stderr, "log-ingest: the pipeline failed: %s\n", error.what());
     }
     ingress.close();  // a reader waiting for room gives up
-    for (const auto& input : inputs)
-      input->close_all();
+    inputs.close_all();
     outputs->close();
     return 1;
   }

@@ -6,9 +6,11 @@
 // SIGTERM or SIGINT drains: stop accepting, /readyz turns 503, read what clients already sent
 // until they close or drain_timeout passes, process and write everything in flight, log the
 // accounting line (received = written + rejected + filtered + dropped) and exit 0. A second signal
-// logs the same line with what was lost and exits 1 at once. SIGHUP reopens the output files.
+// logs the same line with what was lost and exits 1 at once. SIGHUP reopens the output files and
+// reloads the inputs from the configuration (InputSet).
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "serve_config.hpp"
@@ -32,7 +34,8 @@ ServeConfig serve_config_from(const ServeFlags& flags);
 // Checks everything `serve` would check before it binds; 0, or 1 after printing the error.
 int validate_config(const ServeFlags& flags);
 
-// Runs the service until a signal ends it; the exit status.
-int run_serve(const ServeConfig& config);
+// Runs the service until a signal ends it; the exit status. `reload`, when given, reads the
+// configuration again on SIGHUP (it throws ConfigError for an invalid one).
+int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& reload = {});
 
 }  // namespace conveyor::log_ingest

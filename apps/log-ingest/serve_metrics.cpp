@@ -10,10 +10,11 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   using ::prometheus::MetricType;
   using Counter = std::atomic<std::uint64_t> InputCounters::*;
   std::vector<::prometheus::MetricFamily> families;
+  const std::vector<const InputCounters*> inputs = inputs_();
   const auto per_input = [&](const char* name, const char* help, Counter counter,
                              MetricType type = MetricType::Counter) {
     auto result = prometheus::family(name, help, type);
-    for (const InputCounters* input : inputs_) {
+    for (const InputCounters* input : inputs) {
       const double value = static_cast<double>(InputCounters::read(input->*counter));
       if (type == MetricType::Counter) {
         prometheus::add_counter(result, {{"input", input->name}}, value);
@@ -43,22 +44,22 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
             "TLS handshakes that failed: no or a bad client certificate, or not TLS at all.",
             &InputCounters::tls_failures);
 
-  auto responses = prometheus::family("log_ingest_http_responses_total",
-                                      "HTTP answers of an http input, by code.",
-                                      MetricType::Counter);
-  for (const InputCounters* input : inputs_) {
+  auto responses =
+      prometheus::family("log_ingest_http_responses_total",
+                         "HTTP answers of an http input, by code.", MetricType::Counter);
+  for (const InputCounters* input : inputs) {
     if (!input->http) continue;
     for (std::size_t i = 0; i < http_codes.size(); ++i) {
-      prometheus::add_counter(
-          responses, {{"input", input->name}, {"code", std::to_string(http_codes[i])}},
-          static_cast<double>(InputCounters::read(input->http_responses[i])));
+      prometheus::add_counter(responses,
+                              {{"input", input->name}, {"code", std::to_string(http_codes[i])}},
+                              static_cast<double>(InputCounters::read(input->http_responses[i])));
     }
   }
   families.push_back(std::move(responses));
 
   auto dropped = prometheus::family("log_ingest_dropped_total",
                                     "Messages dropped, by input and reason.", MetricType::Counter);
-  for (const InputCounters* input : inputs_) {
+  for (const InputCounters* input : inputs) {
     prometheus::add_counter(dropped, {{"input", input->name}, {"reason", "udp_overflow"}},
                             static_cast<double>(InputCounters::read(input->dropped)));
   }

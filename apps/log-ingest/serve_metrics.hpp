@@ -24,14 +24,15 @@ namespace conveyor::log_ingest {
 
 class ServeMetrics final : public ::prometheus::Collectable {
  public:
-  ServeMetrics(std::vector<const InputCounters*> inputs, std::shared_ptr<ServeOutputs> outputs,
-               std::function<double()> queued)
+  // `inputs` lists every input's counters at scrape time (inputs come and go on reload).
+  ServeMetrics(std::function<std::vector<const InputCounters*>()> inputs,
+               std::shared_ptr<ServeOutputs> outputs, std::function<double()> queued)
       : inputs_(std::move(inputs)), outputs_(std::move(outputs)), queued_(std::move(queued)) {}
 
   [[nodiscard]] std::vector<::prometheus::MetricFamily> Collect() const override;
 
  private:
-  std::vector<const InputCounters*> inputs_;
+  std::function<std::vector<const InputCounters*>()> inputs_;
   std::shared_ptr<ServeOutputs> outputs_;
   std::function<double()> queued_;
 };

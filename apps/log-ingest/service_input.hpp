@@ -5,7 +5,8 @@
 // was made with). `stop_accepting` takes no new clients, and UDP inputs read what is already
 // queued to them and close; `close_all` ends every connection at once (the drain timeout); after
 // either, the input becomes `finished()` once everything it read is in the Ingress. `counters()`
-// may be read from any thread (relaxed atomics).
+// may be read from any thread (relaxed atomics); the counters are the caller's, and outlive the
+// input.
 #pragma once
 
 #include <cstdint>
@@ -32,18 +33,19 @@ class ServiceInput {
   [[nodiscard]] InputCounters& counters() noexcept { return counters_; }
 
  protected:
-  ServiceInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress)
+  ServiceInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress,
+               InputCounters& counters)
       : config_(config),
         limits_(limits),
         ingress_(ingress),
-        counters_(config.name, config.type == InputType::http),
+        counters_(counters),
         input_(std::make_shared<const stages::Input>(
             stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
 
   const InputConfig config_;
   const LimitsConfig limits_;
   Ingress& ingress_;
-  InputCounters counters_;
+  InputCounters& counters_;  // outlives the input: a reloaded input with its name carries it on
   // What its chunks name as their input (dead letters carry its name).
   const std::shared_ptr<const stages::Input> input_;
 };

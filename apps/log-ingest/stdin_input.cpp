@@ -10,8 +10,9 @@
 
 namespace conveyor::log_ingest {
 
-StdinInput::StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress)
-    : ServiceInput(config, limits, ingress) {}
+StdinInput::StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress,
+                       InputCounters& counters)
+    : ServiceInput(config, limits, ingress, counters) {}
 
 StdinInput::~StdinInput() {
   stop_accepting();

@@ -19,7 +19,8 @@ namespace conveyor::log_ingest {
 
 class StdinInput final : public ServiceInput {
  public:
-  StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress);
+  StdinInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress,
+             InputCounters& counters);
   ~StdinInput() override;
 
   void start() override;

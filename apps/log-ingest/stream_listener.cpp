@@ -14,8 +14,9 @@ using asio::ip::tcp;
 using boost::system::error_code;
 
 StreamListener::StreamListener(asio::io_context& io, const InputConfig& config,
-                               const LimitsConfig& limits, Ingress& ingress)
-    : ServiceInput(config, limits, ingress), io_(io), acceptor_(io) {
+                               const LimitsConfig& limits, Ingress& ingress,
+                               InputCounters& counters)
+    : ServiceInput(config, limits, ingress, counters), io_(io), acceptor_(io) {
   if (config.tls.enabled()) tls_ = make_tls_context(config);
   const Endpoint endpoint = parse_endpoint(config.listen);
   const tcp::endpoint at(endpoint.address, endpoint.port);

@@ -36,8 +36,8 @@ class StreamConnection {
 
 class StreamListener : public ServiceInput {
  public:
-  StreamListener(boost::asio::io_context& io, const InputConfig& config,
-                 const LimitsConfig& limits, Ingress& ingress);
+  StreamListener(boost::asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
+                 Ingress& ingress, InputCounters& counters);
   ~StreamListener() override;
 
   void start() override;

@@ -21,8 +21,8 @@ std::unique_ptr<ssl::context> make_tls_context(const InputConfig& input) {
     throw std::runtime_error(message.append(error.code().message()));
   };
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                       ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+                       ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                       ssl::context::single_dh_use);
   try {
     context->use_certificate_chain_file(input.tls.cert);
   } catch (const boost::system::system_error& error) {

@@ -17,8 +17,8 @@ constexpr std::size_t chunk_bytes = 256U << 10U;
 }  // namespace
 
 UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
-                   Ingress& ingress)
-    : ServiceInput(config, limits, ingress),
+                   Ingress& ingress, InputCounters& counters)
+    : ServiceInput(config, limits, ingress, counters),
       socket_(io),
       buffer_(datagram_buffer),
       builder_(input_, chunk_bytes) {

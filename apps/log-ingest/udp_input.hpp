@@ -23,7 +23,7 @@ namespace conveyor::log_ingest {
 class UdpInput final : public ServiceInput {
  public:
   UdpInput(boost::asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
-           Ingress& ingress);
+           Ingress& ingress, InputCounters& counters);
 
   void start() override;
   void stop_accepting() override;

@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -145,8 +146,8 @@ sign client client DNS:client
 key rogue
 openssl req -x509 -new -key rogue.key -out rogue.pem -days 2 -subj /CN=rogue
 )";
-  const std::string command = "cd '" + dir.string() +
-                              "' && bash make-certificates.sh > openssl.log 2>&1";
+  const std::string command =
+      "cd '" + dir.string() + "' && bash make-certificates.sh > openssl.log 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << read_file(dir / "openssl.log");
 }
 
@@ -198,8 +199,8 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
       "    type: syslog_tcp\n"
       "    listen: 127.0.0.1:0\n"
       "    tls: {cert: CERTS/server.pem, key: CERTS/server.key, client_ca: CERTS/ca.pem}\n";
-  const fs::path certs = fs::temp_directory_path() /
-                         ("conveyor-serve-certs-" + std::to_string(::getpid()));
+  const fs::path certs =
+      fs::temp_directory_path() / ("conveyor-serve-certs-" + std::to_string(::getpid()));
   fs::create_directories(certs);
   make_certificates(certs);
   std::string with_paths = inputs;
@@ -227,9 +228,9 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
   }
 #ifdef CONVEYOR_HAS_PROMETHEUS
   EXPECT_TRUE(Service::eventually([&] {
-    return service.metric(
-               "log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}") == 3.0;
-  })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}").value_or(-1);
+    return service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}") == 3.0;
+  })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}")
+             .value_or(-1);
 #endif
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
   const auto counts = accounting(service.log(), "drained");
@@ -250,11 +251,11 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
 TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
   conveyor::testing::Watchdog watchdog(300s);
   std::unique_ptr<StalledOutput> output;
-  Service service("stall", ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
-                                        .prepare = [&](const fs::path& dir) {
-                                          output = std::make_unique<StalledOutput>(
-                                              dir / "records.jsonl");
-                                        }});
+  Service service("stall",
+                  ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
+                               .prepare = [&](const fs::path& dir) {
+                                 output = std::make_unique<StalledOutput>(dir / "records.jsonl");
+                               }});
   const std::uint16_t port = service.port("syslog_tcp");
   std::atomic<std::uint64_t> sent_bytes{0};
   std::atomic<int> finished{0};
@@ -397,6 +398,55 @@ TEST(LogIngestServeOps, HttpIngestAnswers429WhileFullAndLosesNothing) {
   const auto counts = accounting(service.log(), "drained");
   EXPECT_EQ(counts.at("received"), std::uint64_t(bodies) * 500) << service.log();
   EXPECT_EQ(counts.at("written"), std::uint64_t(bodies) * 500);
+}
+
+// SIGHUP re-reads the configuration: an input that did not change keeps its connection, a
+// removed one stops, a new one opens; an invalid file changes nothing and the service stays up.
+TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("reload", "");
+  Client kept(service.port("syslog_tcp"));
+  ASSERT_TRUE(kept.send(syslog_message("before") + "\n"));
+  const fs::path file = service.dir() / "serve.yaml";
+  std::string yaml = read_file(file);
+  const std::string udp = "  - {name: syslog_udp, type: syslog_udp, listen: \"127.0.0.1:0\"}\n";
+  ASSERT_NE(yaml.find(udp), std::string::npos);
+  yaml.replace(yaml.find(udp), udp.size(),
+               "  - {name: access, type: tcp, listen: \"127.0.0.1:0\", format: combined}\n");
+  std::ofstream(file) << yaml;
+  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find("inputs: kept 1, reopened 0, removed 1, added 1") !=
+           std::string::npos;
+  })) << service.log();
+  std::smatch match;
+  const std::string log = service.log();
+  ASSERT_TRUE(std::regex_search(log, match,
+                                std::regex(R"(input 'access' \(tcp\) on tcp://[0-9.]+:([0-9]+))")));
+  Client access(static_cast<std::uint16_t>(std::stoi(match[1])));
+  ASSERT_TRUE(access.send(
+      R"(10.0.0.1 - - [11/Oct/2024:22:14:15 +0000] "GET /reloaded HTTP/1.1" 200 5 "-" "curl")"
+      "\n"));
+  EXPECT_FALSE(kept.closed_within(100ms));
+  ASSERT_TRUE(kept.send(syslog_message("after-reload") + "\n"));
+
+  std::ofstream(file) << "inputs: [\n";  // not YAML
+  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find("keeping the running configuration") != std::string::npos;
+  })) << service.log();
+  ASSERT_TRUE(kept.send(syslog_message("after-invalid") + "\n"));
+  kept.close();
+  access.close();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 4U) << service.log();
+  EXPECT_EQ(counts.at("written"), 4U);
+  std::set<std::string> messages;
+  for (const std::string& line : lines_of(service.records()))
+    messages.insert(line.find("/reloaded") != std::string::npos ? "/reloaded" : message_of(line));
+  EXPECT_EQ(messages,
+            (std::set<std::string>{"before", "after-reload", "after-invalid", "/reloaded"}));
 }
 
 // `generate --to` sends every line it says it sent: over several TCP connections, octet-counted

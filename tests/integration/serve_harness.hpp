@@ -32,7 +32,6 @@
 
 namespace conveyor::testing::serve {
 
-
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;  // NOLINT(google-build-using-namespace): test helpers
 
@@ -156,9 +155,9 @@ inline constexpr const char* default_inputs =
 
 // How a test's service is configured, beyond what every test's has.
 struct ServiceSetup {
-  std::string service_yaml{};                  // lines under `service:`
-  std::string inputs_yaml = default_inputs;    // the list under `inputs:`
-  std::string outputs_yaml{};                  // lines under `outputs:`, after the two files
+  std::string service_yaml{};                    // lines under `service:`
+  std::string inputs_yaml = default_inputs;      // the list under `inputs:`
+  std::string outputs_yaml{};                    // lines under `outputs:`, after the two files
   std::string pipeline_yaml = "  workers: 2\n";  // lines under `pipeline:`
   bool pipe_stdin = false;  // the service's stdin is a pipe (ChildProcess::write_stdin)
   std::function<void(const fs::path& dir)> prepare{};  // runs before the service starts

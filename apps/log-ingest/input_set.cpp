@@ -1,0 +1,155 @@
+// InputSet: opening, reloading and draining serve's inputs.
+#include "input_set.hpp"
+
+#include <algorithm>
+
+#include "http_input.hpp"
+#include "stdin_input.hpp"
+#include "tcp_input.hpp"
+#include "udp_input.hpp"
+
+namespace conveyor::log_ingest {
+
+namespace {
+
+bool listens(InputType type) {
+  return type != InputType::stdin_lines;
+}
+
+}  // namespace
+
+std::unique_ptr<ServiceInput> InputSet::make(const InputConfig& config,
+                                             const LimitsConfig& limits) {
+  InputCounters* counters = nullptr;
+  {
+    std::lock_guard lock(counters_mutex_);
+    auto& slot = counters_[config.name];
+    if (!slot) slot = std::make_unique<InputCounters>(config.name, config.type == InputType::http);
+    counters = slot.get();
+  }
+  switch (config.type) {
+    case InputType::syslog_tcp:
+    case InputType::tcp:
+      return std::make_unique<TcpInput>(io_, config, limits, ingress_, *counters);
+    case InputType::http:
+      return std::make_unique<HttpInput>(io_, config, limits, ingress_, *counters);
+    case InputType::syslog_udp:
+      return std::make_unique<UdpInput>(io_, config, limits, ingress_, *counters);
+    case InputType::stdin_lines:
+      return std::make_unique<StdinInput>(config, limits, ingress_, *counters);
+  }
+  return nullptr;
+}
+
+void InputSet::open(const std::vector<InputConfig>& inputs, const LimitsConfig& limits) {
+  limits_ = limits;
+  for (const InputConfig& config : inputs)
+    running_.push_back({config, make(config, limits)});
+  for (Running& running : running_)
+    running.input->start();
+}
+
+std::string InputSet::reload(const std::vector<InputConfig>& inputs, const LimitsConfig& limits,
+                             std::chrono::milliseconds drain) {
+  const auto deadline = std::chrono::steady_clock::now() + drain;
+  const auto find = [&inputs](const std::string& name) {
+    return std::find_if(inputs.begin(), inputs.end(),
+                        [&name](const InputConfig& config) { return config.name == name; });
+  };
+  std::vector<std::string> before;
+  before.reserve(running_.size());
+  for (const Running& running : running_)
+    before.push_back(running.config.name);
+  std::size_t kept = 0;
+  std::size_t reopened = 0;
+  std::size_t removed = 0;
+  std::vector<Running> next;
+  std::vector<InputConfig> to_open;
+  for (Running& running : running_) {
+    const auto wanted = find(running.config.name);
+    const bool stdin_input = running.config.type == InputType::stdin_lines;
+    const bool same = wanted != inputs.end() && *wanted == running.config &&
+                      (!listens(running.config.type) || limits == limits_);
+    if (same || stdin_input) {
+      ++kept;
+      next.push_back(std::move(running));
+      continue;
+    }
+    // Retired first, so that a changed input can bind its address again.
+    running.input->stop_accepting();
+    retired_.push_back({std::move(running.input), deadline});
+    if (wanted != inputs.end()) {
+      ++reopened;
+      to_open.push_back(*wanted);
+    } else {
+      ++removed;
+    }
+  }
+  std::size_t added = 0;
+  for (const InputConfig& config : inputs) {
+    const bool known = std::find(before.begin(), before.end(), config.name) != before.end();
+    if (!known && listens(config.type)) {
+      ++added;
+      to_open.push_back(config);
+    }
+  }
+  running_ = std::move(next);
+  limits_ = limits;
+  for (const InputConfig& config : to_open) {
+    running_.push_back({config, make(config, limits)});
+    running_.back().input->start();
+  }
+  std::string summary = "kept ";
+  summary.append(std::to_string(kept)).append(", reopened ").append(std::to_string(reopened));
+  summary.append(", removed ").append(std::to_string(removed)).append(", added ");
+  return summary.append(std::to_string(added));
+}
+
+void InputSet::stop_accepting() {
+  for (Running& running : running_)
+    running.input->stop_accepting();
+  for (Retired& retired : retired_)
+    retired.input->stop_accepting();
+}
+
+void InputSet::close_all() {
+  for (Running& running : running_)
+    running.input->close_all();
+  for (Retired& retired : retired_)
+    retired.input->close_all();
+}
+
+bool InputSet::finished() const {
+  return std::all_of(running_.begin(), running_.end(),
+                     [](const Running& running) { return running.input->finished(); }) &&
+         std::all_of(retired_.begin(), retired_.end(),
+                     [](const Retired& retired) { return retired.input->finished(); });
+}
+
+void InputSet::tick() {
+  const auto now = std::chrono::steady_clock::now();
+  for (Retired& retired : retired_)
+    if (now >= retired.deadline) retired.input->close_all();
+  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
+                                [](const Retired& retired) { return retired.input->finished(); }),
+                 retired_.end());
+}
+
+std::vector<InputSet::Listening> InputSet::listening() const {
+  std::vector<Listening> result;
+  result.reserve(running_.size());
+  for (const Running& running : running_)
+    result.push_back({running.config.name, running.config.type, running.input->where()});
+  return result;
+}
+
+std::vector<const InputCounters*> InputSet::counters() const {
+  std::lock_guard lock(counters_mutex_);
+  std::vector<const InputCounters*> result;
+  result.reserve(counters_.size());
+  for (const auto& [name, counters] : counters_)
+    result.push_back(counters.get());
+  return result;
+}
+
+}  // namespace conveyor::log_ingest
