@@ -6,13 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,25 +48,7 @@ namespace conveyor::log_ingest {
 namespace {
 
 namespace asio = boost::asio;
-namespace fs = std::filesystem;
 using std::chrono::steady_clock;
-
-// A records or dead-letters output: "-" is stdout, "none" nothing; a file is appended to, so that
-// a restart keeps what the last run wrote.
-stages::OutputFile open_output(const std::string& path) {
-  if (path == "none" || path.empty()) return {};
-  if (path == "-") return {stdout, "stdout", 0};
-  if (fs::path(path).has_parent_path()) {
-    std::error_code ignored;
-    fs::create_directories(fs::path(path).parent_path(), ignored);
-  }
-  std::FILE* file = std::fopen(path.c_str(), "ab");
-  if (file == nullptr) {
-    throw std::runtime_error("cannot write '" + path +
-                             "': " + std::generic_category().message(errno));
-  }
-  return {file, path, 0};
-}
 
 // Everything counted so far, and whether it adds up.
 struct Tally {
@@ -202,18 +182,15 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     parse->syslog_year = utc.tm_year + 1900;
   }
 
-  auto outputs = std::make_shared<ServeOutputs>();
-  outputs->fsync = config.fsync;
+  std::shared_ptr<ServeOutputs> outputs;
   try {
-    outputs->records = open_output(config.records);
-    outputs->dead_letters = open_output(config.dead_letters);
+    outputs = std::make_shared<ServeOutputs>(config.records, config.dead_letters, config.output);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
-    outputs->close();
     return 1;
   }
-  parse->write_records = outputs->records.file != nullptr;
-  parse->write_dead_letters = outputs->dead_letters.file != nullptr;
+  parse->write_records = outputs->writes_records();
+  parse->write_dead_letters = outputs->writes_dead_letters();
 
   Ingress ingress(config.queue_chunks);
   asio::io_context io;
@@ -320,6 +297,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     tick.async_wait([&](const boost::system::error_code& error) {
       if (error) return;
       inputs.tick();
+      outputs->tick();
       const bool all_finished = inputs.finished();
       if (all_finished && !deadline) begin_drain();
       if (deadline && !forced && steady_clock::now() >= *deadline) {
@@ -363,7 +341,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
         next.where != config.where || next.fields != config.fields ||
         next.workers != config.workers || next.queue_chunks != config.queue_chunks ||
         next.records != config.records || next.dead_letters != config.dead_letters ||
-        next.fsync != config.fsync || next.metrics_listen != config.metrics_listen ||
+        next.output != config.output || next.metrics_listen != config.metrics_listen ||
         next.auth_file != config.auth_file || next.drain_timeout != config.drain_timeout;
     if (restart) {
       std::fprintf(stderr,
@@ -377,7 +355,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
       if (error) return;
       if (number == SIGHUP && !deadline) {
         notify_reloading();
-        outputs->reopen.store(true, std::memory_order_relaxed);
+        outputs->reopen();
         std::fprintf(stderr, "log-ingest: SIGHUP: reopening the outputs\n");
         reload_inputs();
         notify_ready("serving " + std::to_string(inputs.size()) + " inputs");

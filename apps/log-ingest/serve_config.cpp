@@ -244,14 +244,42 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                           config.queue_chunks = reader.number(value, what, 1, 1U << 16U);
                       });
         } else if (key == "outputs") {
-          reader.each(node, key, {"records", "dead_letters", "fsync"},
-                      [&](const std::string& name, const YAML::Node& value) {
-                        const std::string what = Reader::join(key, name);
-                        if (name == "records") config.records = reader.scalar(value, what);
-                        if (name == "dead_letters")
-                          config.dead_letters = reader.scalar(value, what);
-                        if (name == "fsync") config.fsync = reader.boolean(value, what);
-                      });
+          reader.each(
+              node, key, {"records", "dead_letters", "fsync", "flush", "rotate"},
+              [&](const std::string& name, const YAML::Node& value) {
+                const std::string what = Reader::join(key, name);
+                OutputPolicy& policy = config.output;
+                if (name == "records") config.records = reader.scalar(value, what);
+                if (name == "dead_letters") config.dead_letters = reader.scalar(value, what);
+                if (name == "fsync") policy.fsync = reader.boolean(value, what);
+                if (name == "flush") {
+                  reader.each(value, what, {"records", "interval"},
+                              [&](const std::string& setting, const YAML::Node& item) {
+                                const std::string where = Reader::join(what, setting);
+                                if (setting == "records") {
+                                  policy.flush_records = reader.number(item, where, 0, 1U << 30U);
+                                } else {
+                                  policy.flush_interval = reader.duration(
+                                      item, where, Milliseconds(0), std::chrono::hours(1));
+                                }
+                              });
+                }
+                if (name == "rotate") {
+                  reader.each(value, what, {"size", "interval", "keep"},
+                              [&](const std::string& setting, const YAML::Node& item) {
+                                const std::string where = Reader::join(what, setting);
+                                if (setting == "size") {
+                                  policy.rotate_bytes =
+                                      reader.size(item, where, 0, std::uint64_t{1} << 50U);
+                                } else if (setting == "interval") {
+                                  policy.rotate_interval = reader.duration(
+                                      item, where, Milliseconds(0), std::chrono::hours(24 * 366));
+                                } else {
+                                  policy.keep = reader.number(item, where, 1, 100'000);
+                                }
+                              });
+                }
+              });
         } else {
           reader.each(
               node, key, {"metrics_listen", "auth_file", "drain_timeout", "limits"},

@@ -62,6 +62,18 @@ struct LimitsConfig {
   bool operator==(const LimitsConfig&) const = default;
 };
 
+// How an output is flushed, fsynced and rotated (OutputFile).
+struct OutputPolicy {
+  bool fsync = false;
+  std::uint64_t flush_records = 0;               // 0: flush after each write
+  std::chrono::milliseconds flush_interval{0};   // 0: no time-based flush
+  std::uint64_t rotate_bytes = 0;                // 0: no rotation by size
+  std::chrono::milliseconds rotate_interval{0};  // 0: no rotation by time
+  std::size_t keep = 10;                         // rotated files kept
+
+  bool operator==(const OutputPolicy&) const = default;
+};
+
 struct ServeConfig {
   std::string file = "(defaults)";  // where it came from, for messages
   std::vector<InputConfig> inputs;
@@ -73,7 +85,7 @@ struct ServeConfig {
   // outputs: a file, "-" (stdout) or "none"
   std::string records = "log-ingest-out/records.jsonl";
   std::string dead_letters = "log-ingest-out/dead-letters.jsonl";
-  bool fsync = false;  // fsync the outputs after each batch, not only at the drain
+  OutputPolicy output;  // fsync, flush and rotate
   // service
   std::string metrics_listen = "127.0.0.1:9464";  // "none": no endpoint
   std::string auth_file;

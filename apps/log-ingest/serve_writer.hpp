@@ -1,21 +1,24 @@
 // ServeWriter: the last stage of `log-ingest serve`: writes each batch's records and dead letters
-// to their files, flushes them (and fsyncs them, when configured), and keeps the service's
-// accounting. A write that fails is counted (`log_ingest_output_errors_total{output}`) and the
-// service goes on; the records of that batch count as lost on output.
+// to their outputs (OutputFile: flushed, fsynced and rotated as configured), and keeps the
+// service's accounting. A write that fails is counted (`log_ingest_output_errors_total{output}`)
+// and the service goes on; the records of that batch count as lost on output.
 //
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
 // Contract: one worker (serial). `Accounting` counters are relaxed atomics, read from any thread;
-// once the pipeline has ended they are exact.
+// once the pipeline has ended they are exact. ServeOutputs' members may be called from any thread
+// (its mutex serialises the files); `tick` and `reopen` never block, so the I/O thread may call
+// them while the writer is stuck on a full disk or a stalled pipe.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "conveyor/stages/batch.hpp"
-#include "conveyor/stages/write_stage.hpp"
+#include "output_file.hpp"
 
 namespace conveyor::log_ingest {
 
@@ -28,24 +31,42 @@ struct Accounting {
   std::atomic<std::uint64_t> dead_letter_errors{0};
 };
 
-struct ServeOutputs {
-  stages::OutputFile records;  // `name` is the path it was opened from
-  stages::OutputFile dead_letters;
-  bool fsync = false;
-  Accounting accounting;
-  // Set from any thread (SIGHUP): the writer reopens both files by their paths before its next
-  // batch, so that a file logrotate moved away is left and a new one is made.
-  std::atomic<bool> reopen{false};
+class ServeOutputs {
+ public:
+  // Throws std::runtime_error naming a path that cannot be opened.
+  ServeOutputs(const std::string& records, const std::string& dead_letters,
+               const OutputPolicy& policy)
+      : records_(records, policy), dead_letters_(dead_letters, policy) {}
 
+  [[nodiscard]] bool writes_records() const noexcept { return records_.enabled(); }
+  [[nodiscard]] bool writes_dead_letters() const noexcept { return dead_letters_.enabled(); }
+
+  void write(const stages::Batch& batch);
+  // Flushes and rotates what time has made due (the service's timer); never waits for a write in
+  // progress, which does what is due itself.
+  void tick();
+  // Closes both files and opens their paths again (SIGHUP), now or, if a write is in progress,
+  // before the next: a file logrotate moved away is left, and a new one is made. Never waits.
+  void reopen();
   // Flushes, fsyncs and closes both (stdout is flushed, not closed); false if one failed.
   bool close();
+
+  Accounting accounting;
+
+ private:
+  void reopen_if_asked();
+
+  std::mutex mutex_;                 // guards the files
+  std::atomic<bool> reopen_{false};  // asked for, not done yet
+  OutputFile records_;
+  OutputFile dead_letters_;
 };
 
 class ServeWriter {
  public:
   explicit ServeWriter(std::shared_ptr<ServeOutputs> outputs) : outputs_(std::move(outputs)) {}
 
-  void operator()(const stages::Batch& batch);
+  void operator()(const stages::Batch& batch) { outputs_->write(batch); }
 
  private:
   std::shared_ptr<ServeOutputs> outputs_;

@@ -69,7 +69,7 @@ service:
   EXPECT_EQ(config.queue_chunks, 8U);
   EXPECT_EQ(config.records, "-");
   EXPECT_EQ(config.dead_letters, "none");
-  EXPECT_TRUE(config.fsync);
+  EXPECT_TRUE(config.output.fsync);
   EXPECT_EQ(config.metrics_listen, "none");
   EXPECT_EQ(config.auth_file, "/etc/auth");
   EXPECT_EQ(config.drain_timeout, std::chrono::milliseconds(250));
@@ -143,6 +143,31 @@ service:
             std::string::npos);
   EXPECT_NE(error_of("inputs:\n  - {type: tcp, tls: {cert: a, key: b, ca: c}}\n")
                 .find("unknown key 'inputs[0].tls.ca'"),
+            std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ServeConfig, FlushAndRotatePolicies) {
+  const ServeConfig config = parse_serve_config(R"(
+outputs:
+  flush: {records: 1000, interval: 200ms}
+  rotate: {size: 100MiB, interval: 1h, keep: 5}
+)",
+                                                "policy.yaml");
+  EXPECT_EQ(config.output.flush_records, 1000U);
+  EXPECT_EQ(config.output.flush_interval, std::chrono::milliseconds(200));
+  EXPECT_EQ(config.output.rotate_bytes, 100U << 20U);
+  EXPECT_EQ(config.output.rotate_interval, std::chrono::hours(1));
+  EXPECT_EQ(config.output.keep, 5U);
+  EXPECT_FALSE(config.output.fsync);
+  const ServeConfig defaults = parse_serve_config("", "empty.yaml");
+  EXPECT_EQ(defaults.output, conveyor::log_ingest::OutputPolicy{});
+  EXPECT_NE(error_of("outputs:\n  rotate: {keep: 0}\n").find("outputs.rotate.keep must be between"),
+            std::string::npos);
+  EXPECT_NE(error_of("outputs:\n  flush: {every: 3}\n").find("unknown key 'outputs.flush.every'"),
             std::string::npos);
 }
 

@@ -276,8 +276,15 @@ TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
       finished.fetch_add(1);
     });
   }
-  // UDP meanwhile, paced so that the kernel's buffer does not overflow; the service drops what
-  // its full queue cannot take, and counts it.
+  // UDP once the queue is full, paced so that the kernel's buffer does not overflow; the
+  // service drops what its full queue cannot take, and counts it.
+  const auto stalled_since = std::chrono::steady_clock::now();
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually(
+      [&] { return service.metric("log_ingest_queue_chunks").value_or(0) >= 4.0; }));
+#else
+  std::this_thread::sleep_for(2s);
+#endif
   const int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   constexpr int datagrams = 4000;
   for (int i = 0; i < datagrams; ++i) {
@@ -285,7 +292,7 @@ TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
     if (i % 50 == 49) std::this_thread::sleep_for(2ms);
   }
   ::close(udp);
-  std::this_thread::sleep_for(5s);
+  std::this_thread::sleep_until(stalled_since + 5s);
   EXPECT_LT(finished.load(), stall_clients) << "the senders were not held back";
   EXPECT_LT(sent_bytes.load(), total_bytes);
   const double stalled_rss = peak_rss_mib(service.child().pid());
@@ -447,6 +454,40 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
     messages.insert(line.find("/reloaded") != std::string::npos ? "/reloaded" : message_of(line));
   EXPECT_EQ(messages,
             (std::set<std::string>{"before", "after-reload", "after-invalid", "/reloaded"}));
+}
+
+// Rotation by size while clients send: every record is in exactly one of the files, the current
+// one or a rotated `records-%Y%m%dT%H%M%S.jsonl`, and no more than `keep` rotated files remain.
+TEST(LogIngestServeOps, RotatesTheRecordsWithoutLosingOne) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("rotate",
+                  ServiceSetup{.outputs_yaml = "  rotate: {size: 64KiB, keep: 1000}\n"
+                                               "  flush: {records: 100, interval: 100ms}\n"});
+  constexpr int messages = 20'000;
+  {
+    Client client(service.port("syslog_tcp"));
+    std::string batch;
+    for (int i = 0; i < messages; ++i) {
+      batch += syslog_message(name("r", i)) + "\n";
+      if (batch.size() > 8192 || i + 1 == messages) {
+        ASSERT_TRUE(client.send(batch));
+        batch.clear();
+      }
+    }
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  std::set<std::string> seen;
+  std::size_t files = 0;
+  for (const auto& entry : fs::directory_iterator(service.dir())) {
+    const std::string file = entry.path().filename().string();
+    if (!file.starts_with("records")) continue;
+    ++files;
+    for (const std::string& line : lines_of(entry.path()))
+      ASSERT_TRUE(seen.insert(message_of(line)).second) << "written twice: " << line;
+  }
+  EXPECT_GT(files, 10U);
+  EXPECT_EQ(seen.size(), std::size_t{messages});
+  EXPECT_EQ(accounting(service.log(), "drained").at("written"), std::uint64_t{messages});
 }
 
 // `generate --to` sends every line it says it sent: over several TCP connections, octet-counted

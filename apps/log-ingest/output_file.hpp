@@ -1,0 +1,75 @@
+// OutputFile: one output of `log-ingest serve` (records or dead letters): a file appended to,
+// stdout ("-"), or nothing ("none"), with the flush, fsync and rotation policies of the
+// configuration's `outputs` section.
+//
+//   OutputFile records("out/records.jsonl", {.rotate_bytes = 100 << 20, .keep = 10});
+//   records.write(batch_text, batch_records);   // false: the write failed
+//
+// - Flush: after each write unless `flush_records` or `flush_interval` is set; then once that
+//   many records were written since the last flush, or that long has passed (checked at each
+//   write and at each `tick`). `fsync` fsyncs at each flush (where the file can be synced).
+// - Rotation: once the file holds `rotate_bytes`, or has been open for `rotate_interval`, it is
+//   renamed `STEM-%Y%m%dT%H%M%S.EXT` after the time (UTC) it was started, a new one is started,
+//   and rotated files beyond the `keep` newest are deleted. An empty file is not rotated.
+// - `reopen` closes the file and opens its path again (logrotate's create mode).
+//
+// Contract: not thread-safe; the caller serialises (ServeOutputs holds a mutex). An open that
+// fails leaves no file, and each write tries again; the constructor throws std::runtime_error
+// naming the path when the first open fails.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "serve_config.hpp"
+
+namespace conveyor::log_ingest {
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  OutputFile(std::string path, const OutputPolicy& policy);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+
+  // Whether there is somewhere to write (not "none").
+  [[nodiscard]] bool enabled() const noexcept { return !path_.empty(); }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+  // Appends `text`, which holds `records` records; false if any of it failed.
+  bool write(std::string_view text, std::uint64_t records);
+  // The flush and rotation that time makes due; false if one failed.
+  bool tick();
+  bool reopen();
+  // Flushes, fsyncs and closes (stdout is flushed, not closed); false if one failed.
+  bool close();
+
+  [[nodiscard]] std::uint64_t rotations() const noexcept { return rotations_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  bool open();
+  bool flush();
+  bool rotate();
+  void prune() const;
+
+  std::string path_;
+  OutputPolicy policy_;
+  std::FILE* file_ = nullptr;
+  std::uint64_t size_ = 0;          // bytes in the file now
+  std::uint64_t unflushed_ = 0;     // records written since the last flush
+  Clock::time_point flushed_at_{};  // the last flush
+  Clock::time_point opened_at_{};   // when this file was started (for rotation by time)
+  std::chrono::system_clock::time_point started_{};  // the same, for the rotated file's name
+  std::uint64_t rotations_ = 0;
+};
+
+}  // namespace conveyor::log_ingest
