@@ -205,6 +205,7 @@ void Summary::add_minute(std::int64_t minute, std::uint64_t count) {
 
 void Summary::add(const Record& r) {
   if (r.status >= 0 && r.status < 1000) ++by_status[static_cast<std::size_t>(r.status)];
+  if (r.severity >= 0 && r.severity < 8) ++by_severity[static_cast<std::size_t>(r.severity)];
   by_method.add(r.method);
   by_host.add(r.host);
   by_path.add(r.path);
@@ -230,6 +231,8 @@ void Summary::merge(Summary&& other) {
   counts.merge(other.counts);
   for (std::size_t i = 0; i < by_status.size(); ++i)
     by_status[i] += other.by_status[i];
+  for (std::size_t i = 0; i < by_severity.size(); ++i)
+    by_severity[i] += other.by_severity[i];
   by_method.merge(other.by_method);
   by_host.merge(other.by_host);
   by_path.merge(other.by_path);
@@ -283,6 +286,16 @@ std::string Summary::to_json(std::size_t top) const {
     if (!first) out += ',';
     first = false;
     out += '"' + std::to_string(s) + "\":" + std::to_string(by_status[s]);
+  }
+  out += "},\"by_severity\":{";
+  static constexpr std::array<const char*, 8> severities = {"emerg",   "alert",  "crit", "err",
+                                                            "warning", "notice", "info", "debug"};
+  first = true;
+  for (std::size_t s = 0; s < by_severity.size(); ++s) {
+    if (by_severity[s] == 0) continue;
+    if (!first) out += ',';
+    first = false;
+    out.append("\"").append(severities[s]).append("\":").append(std::to_string(by_severity[s]));
   }
   out += "},\"time_unparsed\":" + std::to_string(time_unparsed);
   out += ",\"by_method\":";

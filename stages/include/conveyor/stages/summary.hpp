@@ -119,7 +119,8 @@ class Summary {
   SummaryOptions options;
   LineCounts counts;
   std::array<std::uint64_t, 1000> by_status{};
-  KeyTally by_method;  // exact up to 1000 methods
+  std::array<std::uint64_t, 8> by_severity{};  // syslog's 0 (emerg) .. 7 (debug)
+  KeyTally by_method;                          // exact up to 1000 methods
   KeyTally by_host;
   KeyTally by_path;
   KeyTally by_program;
