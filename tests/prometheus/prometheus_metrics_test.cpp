@@ -275,6 +275,34 @@ TEST(MetricsServerTest, BasicAuthGuardsMetricsButNotHealth) {
   EXPECT_EQ(http_get(server.port(), "/readyz").status, 200);
 }
 
+// A page an app adds (log-ingest's /summary) answers GET with what its function returns, is
+// guarded by the same auth as /metrics, and refuses other methods.
+TEST(MetricsServerTest, PagesAnswerBehindTheSameAuth) {
+  Watchdog watchdog;
+  {
+    MetricsServer open({.listen = "127.0.0.1:0"});
+    open.add_page("/page", [](std::string_view query) {
+      return conveyor::prometheus::Page{.body = "{\"query\":\"" + std::string(query) + "\"}"};
+    });
+    const auto page = http_get(open.port(), "/page?x=1");
+    EXPECT_EQ(page.status, 200);
+    EXPECT_EQ(page.body, R"({"query":"x=1"})");
+    EXPECT_EQ(page.content_type, "application/json");
+    EXPECT_EQ(http_get(open.port(), "/other").status, 404);
+  }
+  AuthFile users("alice:secret\n");
+  MetricsServer server({.listen = "127.0.0.1:0", .auth_file = users.path()});
+  server.add_page("/page", [](std::string_view) {
+    return conveyor::prometheus::Page{.status = 400, .body = "bad"};
+  });
+  EXPECT_EQ(http_get(server.port(), "/page").status, 401);
+  EXPECT_EQ(http_get(server.port(), "/page", "YWxpY2U6d3Jvbmc=").status, 401);  // alice:wrong
+  EXPECT_EQ(http_get(server.port(), "/page", "not base64!").status, 401);
+  const auto page = http_get(server.port(), "/page", "YWxpY2U6c2VjcmV0");  // alice:secret
+  EXPECT_EQ(page.status, 400);
+  EXPECT_EQ(page.body, "bad");
+}
+
 TEST(MetricsServerTest, BadAuthFilesAreErrors) {
   EXPECT_THROW(MetricsServer({.listen = "127.0.0.1:0", .auth_file = "/nonexistent/users"}),
                MetricsServerError);

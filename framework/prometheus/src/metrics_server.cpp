@@ -18,6 +18,8 @@
 #include <thread>
 
 #include <prometheus/exposer.h>
+#include <boost/archive/iterators/binary_from_base64.hpp>
+#include <boost/archive/iterators/transform_width.hpp>
 
 #include "conveyor/prometheus/process_metrics.hpp"
 
@@ -29,11 +31,31 @@ namespace {
 std::mutex registry_mutex;
 std::map<int, MetricsServer*> servers_by_port;
 
-int answer(mg_connection* connection, int status, const char* body) {
+const char* reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    default:
+      return status >= 500 ? "Service Unavailable" : "Error";
+  }
+}
+
+// `extra`: more header lines, each ending in CRLF.
+int answer(mg_connection* connection, int status, std::string_view body,
+           const std::string& type = "text/plain; charset=utf-8", const std::string& extra = "") {
   mg_printf(connection,
-            "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            "Content-Length: %zu\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n%s",
-            status, status == 200 ? "OK" : "Service Unavailable", std::strlen(body), body);
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\nConnection: close\r\n%s\r\n",
+            status, reason(status), type.c_str(), body.size(), extra.c_str());
+  mg_write(connection, body.data(), body.size());
   return status;
 }
 
@@ -41,16 +63,46 @@ int begin_request(mg_connection* connection) {
   const mg_request_info* request = mg_get_request_info(connection);
   if (request == nullptr || request->local_uri == nullptr) return 0;
   const std::string_view uri = request->local_uri;
-  if (uri != "/healthz" && uri != "/readyz") return 0;  // /metrics and the rest: the Exposer's
   if (uri == "/healthz") return answer(connection, 200, "ok\n");
+  if (uri == "/metrics") return 0;  // the Exposer's
   MetricsServer* server = nullptr;
   {
     std::lock_guard lock(registry_mutex);
     const auto found = servers_by_port.find(request->server_port);
     if (found != servers_by_port.end()) server = found->second;
   }
-  const bool ready = server != nullptr && server->is_ready();
-  return ready ? answer(connection, 200, "ready\n") : answer(connection, 503, "not ready\n");
+  if (uri == "/readyz") {
+    const bool ready = server != nullptr && server->is_ready();
+    return ready ? answer(connection, 200, "ready\n") : answer(connection, 503, "not ready\n");
+  }
+  const std::function<Page(std::string_view)> page =
+      server != nullptr ? server->page(std::string(uri)) : nullptr;
+  if (!page) return 0;  // the Exposer answers 404
+  if (!server->authorized(mg_get_header(connection, "Authorization"))) {
+    return answer(connection, 401, "unauthorized\n", "text/plain; charset=utf-8",
+                  "WWW-Authenticate: Basic realm=\"conveyor\"\r\n");
+  }
+  if (std::string_view(request->request_method) != "GET") {
+    return answer(connection, 405, "GET only\n", "text/plain; charset=utf-8", "Allow: GET\r\n");
+  }
+  const Page result = page(request->query_string != nullptr ? request->query_string : "");
+  return answer(connection, result.status, result.body, result.content_type);
+}
+
+// "Basic dXNlcjpwYXNz" -> "user:pass"; empty if it is not basic auth or not base64.
+std::string basic_credentials(const char* header) {
+  constexpr std::string_view scheme = "Basic ";
+  if (header == nullptr || std::string_view(header).substr(0, scheme.size()) != scheme) return {};
+  std::string encoded(header + scheme.size());
+  while (!encoded.empty() && (encoded.back() == '=' || encoded.back() == ' '))
+    encoded.pop_back();
+  using Decoder = boost::archive::iterators::transform_width<
+      boost::archive::iterators::binary_from_base64<std::string::const_iterator>, 8, 6>;
+  try {
+    return {Decoder(encoded.cbegin()), Decoder(encoded.cend())};
+  } catch (const std::exception&) {
+    return {};  // not base64
+  }
 }
 
 const CivetCallbacks& callbacks() {
@@ -157,6 +209,7 @@ MetricsServer::MetricsServer(const MetricsServerOptions& options) {
   }
   const std::vector<int> ports = exposer_->GetListeningPorts();
   port_ = ports.empty() ? address.port : static_cast<std::uint16_t>(ports.front());
+  users_ = users;
   if (!users.empty()) {
     exposer_->RegisterAuth(
         [users = std::move(users)](const std::string& user, const std::string& password) {
@@ -199,6 +252,31 @@ void MetricsServer::add(std::shared_ptr<::prometheus::Collectable> collectable) 
 void MetricsServer::set_readiness(std::function<bool()> ready) {
   std::lock_guard lock(mutex_);
   readiness_ = std::move(ready);
+}
+
+void MetricsServer::add_page(const std::string& path,
+                             std::function<Page(std::string_view query)> page) {
+  std::lock_guard lock(mutex_);
+  pages_[path] = std::move(page);
+}
+
+std::function<Page(std::string_view)> MetricsServer::page(const std::string& path) const {
+  std::lock_guard lock(mutex_);
+  const auto found = pages_.find(path);
+  return found != pages_.end() ? found->second : nullptr;
+}
+
+bool MetricsServer::authorized(const char* header) const {
+  if (users_.empty()) return true;
+  const std::string credentials = basic_credentials(header);
+  const auto colon = credentials.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string_view user = std::string_view(credentials).substr(0, colon);
+  const std::string_view password = std::string_view(credentials).substr(colon + 1);
+  bool granted = false;
+  for (const auto& [known_user, known_password] : users_)
+    granted |= same_secret(user, known_user) && same_secret(password, known_password);
+  return granted;
 }
 
 bool MetricsServer::is_ready() const {

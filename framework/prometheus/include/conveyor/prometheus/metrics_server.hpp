@@ -8,22 +8,26 @@
 //   behind HTTP basic auth when `auth_file` names a file of `user:password` lines;
 // - /healthz: 200 while the process serves at all (liveness);
 // - /readyz: 200 while `readiness()` says ready, 503 otherwise (a pipeline that drains is not
-//   ready for more work).
+//   ready for more work);
+// - pages added with `add_page` (an app's JSON, such as log-ingest's /summary), behind the same
+//   basic auth as /metrics.
 //
 // It listens on 127.0.0.1 unless told otherwise; port 0 picks a free port (see `port()`).
 //
 // Contract: the constructor throws MetricsServerError, with a message that names the cause (the
 // address, the port in use, the auth file), when it cannot serve; nothing aborts. `add` and
-// `set_readiness` may be called at any time from any thread. Requests are served on the server's
-// own threads until it is destroyed.
+// `set_readiness` and `add_page` may be called at any time from any thread. Requests are served on
+// the server's own threads until it is destroyed; a page's function runs on them.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +42,13 @@ namespace conveyor::prometheus {
 class MetricsServerError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// What a page answers.
+struct Page {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
 };
 
 struct MetricsServerOptions {
@@ -60,21 +71,29 @@ class MetricsServer {
   // What /readyz asks; ready by default.
   void set_readiness(std::function<bool()> ready);
 
+  // Serves GET `path` (without its query) with `page(query)`, the query string without its `?`.
+  void add_page(const std::string& path, std::function<Page(std::string_view query)> page);
+
   // The port it listens on (the one picked, if the options said 0).
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   // HOST:PORT with the real port.
   [[nodiscard]] std::string address() const;
 
-  // Answers /healthz and /readyz; public so that the server's C callback can reach it.
+  // Answer /healthz, /readyz and the pages; public so that the server's C callback can reach them.
   [[nodiscard]] bool is_ready() const;
+  [[nodiscard]] std::function<Page(std::string_view)> page(const std::string& path) const;
+  // Whether an Authorization header value grants access (always, without an auth file).
+  [[nodiscard]] bool authorized(const char* header) const;
 
  private:
   std::string host_;
   std::uint16_t port_ = 0;
   std::unique_ptr<::prometheus::Exposer> exposer_;
   std::vector<std::shared_ptr<::prometheus::Collectable>> collectables_;
-  mutable std::mutex mutex_;  // guards readiness_ and collectables_
+  mutable std::mutex mutex_;  // guards readiness_, collectables_ and pages_
   std::function<bool()> readiness_;
+  std::map<std::string, std::function<Page(std::string_view)>, std::less<>> pages_;
+  std::vector<std::pair<std::string, std::string>> users_;  // from the auth file
 };
 
 // Parses HOST:PORT as MetricsServerOptions::listen takes it; throws MetricsServerError.
