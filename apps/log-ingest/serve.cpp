@@ -26,6 +26,7 @@
 
 #include "conveyor/framework.hpp"
 #include "conveyor/stages/filter.hpp"
+#include "conveyor/stages/json_writer.hpp"
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/tallies.hpp"
@@ -84,6 +85,43 @@ Tally tally(const InputSet& inputs, const Accounting& counts) {
   result.lost_on_output = counts.lost_on_output.load(std::memory_order_relaxed);
   return result;
 }
+
+#ifdef CONVEYOR_HAS_PROMETHEUS
+// GET /summary: the totals and the closed windows; ?window=current: the window in progress.
+prometheus::Page summary_page(stages::Tallies& tallies, std::size_t top, std::string_view query) {
+  const auto json = [top](const stages::Summary& summary) {
+    std::string text = summary.to_json(top);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  };
+  const auto window = [&json](const stages::Tallies::Window& w) {
+    const auto seconds = [](std::chrono::system_clock::time_point at) {
+      return std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count();
+    };
+    std::string text = R"({"start":")";
+    text.append(stages::format_time(seconds(w.start))).append(R"(","end":")");
+    text.append(stages::format_time(seconds(w.end))).append(R"(","summary":)");
+    return text.append(json(w.summary)).append("}");
+  };
+  if (query == "window=current") return {.body = window(tallies.current()) + "\n"};
+  if (!query.empty()) {
+    return {.status = 400,
+            .body = R"({"error":"the query may be window=current, or none"})"
+                    "\n"};
+  }
+  std::string body = R"({"window_seconds":)";
+  body.append(
+      std::to_string(std::chrono::duration<double>(tallies.window_options().width).count()));
+  body.append(R"(,"totals":)").append(json(tallies.totals())).append(R"(,"windows":[)");
+  bool first = true;
+  for (const stages::Tallies::Window& w : tallies.windows()) {
+    if (!first) body.push_back(',');
+    first = false;
+    body.append(window(w));
+  }
+  return {.body = body.append("]}\n")};
+}
+#endif
 
 // The addresses `serve` would bind; throws ConfigError for one that is not HOST:PORT.
 void check_addresses(const ServeConfig& config) {
@@ -198,7 +236,9 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
 
   auto live = std::make_shared<Shared<stages::LiveTotals>>(
       "live-totals", std::vector<std::string>{"update", "snapshot"}, stages::LiveTotals(workers));
-  auto tallies = std::make_shared<stages::Tallies>(workers, stages::SummaryOptions{}, live);
+  auto tallies = std::make_shared<stages::Tallies>(
+      workers, stages::SummaryOptions{}, live,
+      stages::WindowOptions{.width = config.summary_window, .keep = config.summary_windows});
   Pipeline pipeline({.name = "log-ingest-serve",
                      .executor = Executor::threads(),
                      .sample_interval = std::chrono::milliseconds(500)});
@@ -223,6 +263,9 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     server->add(
         std::make_shared<ServeMetrics>([&inputs] { return inputs.counters(); }, outputs,
                                        [&ingress] { return double(ingress.size_approx()); }));
+    server->add_page("/summary", [tallies, top = config.summary_top](std::string_view query) {
+      return summary_page(*tallies, top, query);
+    });
     server->set_readiness([&ready, &draining] {
       return ready.load(std::memory_order_relaxed) && !draining.load(std::memory_order_relaxed);
     });

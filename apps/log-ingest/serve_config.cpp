@@ -234,7 +234,7 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
           for (std::size_t i = 0; i < node.size(); ++i)
             read_input(reader, node[i], "inputs[" + std::to_string(i) + "]", config);
         } else if (key == "pipeline") {
-          reader.each(node, key, {"where", "fields", "workers", "queue_chunks"},
+          reader.each(node, key, {"where", "fields", "workers", "queue_chunks", "summary"},
                       [&](const std::string& name, const YAML::Node& value) {
                         const std::string what = Reader::join(key, name);
                         if (name == "where") config.where = reader.strings(value, what);
@@ -242,6 +242,20 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                         if (name == "workers") config.workers = reader.number(value, what, 0, 256);
                         if (name == "queue_chunks")
                           config.queue_chunks = reader.number(value, what, 1, 1U << 16U);
+                        if (name != "summary") return;
+                        reader.each(value, what, {"window", "windows", "top"},
+                                    [&](const std::string& setting, const YAML::Node& item) {
+                                      const std::string where = Reader::join(what, setting);
+                                      if (setting == "window") {
+                                        config.summary_window = reader.duration(
+                                            item, where, Milliseconds(100), std::chrono::hours(24));
+                                      } else if (setting == "windows") {
+                                        config.summary_windows =
+                                            reader.number(item, where, 1, 10'000);
+                                      } else {
+                                        config.summary_top = reader.number(item, where, 1, 1000);
+                                      }
+                                    });
                       });
         } else if (key == "outputs") {
           reader.each(

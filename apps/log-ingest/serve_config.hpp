@@ -82,6 +82,10 @@ struct ServeConfig {
   std::vector<std::string> fields;
   std::size_t workers = 0;        // 0: one per hardware thread
   std::size_t queue_chunks = 64;  // chunks between the inputs and the parsers
+  // the live summary (GET /summary): tumbling windows of processing time
+  std::chrono::milliseconds summary_window = std::chrono::minutes(1);
+  std::size_t summary_windows = 60;  // closed windows kept
+  std::size_t summary_top = 10;      // entries of each top list
   // outputs: a file, "-" (stdout) or "none"
   std::string records = "log-ingest-out/records.jsonl";
   std::string dead_letters = "log-ingest-out/dead-letters.jsonl";

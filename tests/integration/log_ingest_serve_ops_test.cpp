@@ -490,6 +490,58 @@ TEST(LogIngestServeOps, RotatesTheRecordsWithoutLosingOne) {
   EXPECT_EQ(accounting(service.log(), "drained").at("written"), std::uint64_t{messages});
 }
 
+#ifdef CONVEYOR_HAS_PROMETHEUS
+// GET /summary: the totals of everything received and the closed windows, whose records add up
+// with the window in progress (?window=current) to the totals.
+TEST(LogIngestServeOps, SummaryHasTheTotalsAndTheWindows) {
+  conveyor::testing::Watchdog watchdog(60s);
+  Service service("summary", ServiceSetup{.pipeline_yaml = "  workers: 2\n  summary: {window: "
+                                                           "500ms, windows: 100, top: 3}\n"});
+  const auto number_after = [](const std::string& body, const std::string& key, std::size_t from) {
+    const std::size_t at = body.find(key, from);
+    return at == std::string::npos ? -1 : std::stoll(body.substr(at + key.size()));
+  };
+  Client client(service.port("syslog_tcp"));
+  for (int round = 0; round < 3; ++round) {
+    std::string batch;
+    for (int i = 0; i < 100; ++i) {
+      // user.err (11) and user.info (14), alternately
+      batch.append(i % 2 == 0 ? "<11>" : "<14>").append("1 2024-10-11T22:14:15Z ");
+      batch.append(name("web-", i % 5)).append(" app - - - ").append(name("w", round, i));
+      batch.push_back('\n');
+    }
+    ASSERT_TRUE(client.send(batch));
+    std::this_thread::sleep_for(300ms);
+  }
+  ASSERT_TRUE(Service::eventually([&] {
+    const auto page = conveyor::testing::http_get(service.port("metrics"), "/summary");
+    return number_after(page.body, "\"records\":", page.body.find("\"totals\":")) == 300;
+  }));
+  const auto page = conveyor::testing::http_get(service.port("metrics"), "/summary");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "application/json");
+  EXPECT_NE(page.body.find(R"("window_seconds":0.5)"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find(R"("by_severity":{"err":150,"info":150})"), std::string::npos);
+  // The windows' records and the current window's add up to the totals.
+  long long in_windows = 0;
+  for (std::size_t at = page.body.find("\"windows\":"); at != std::string::npos;) {
+    at = page.body.find("\"summary\":", at);
+    if (at == std::string::npos) break;
+    in_windows += number_after(page.body, "\"records\":", at);
+    ++at;
+  }
+  const auto current =
+      conveyor::testing::http_get(service.port("metrics"), "/summary?window=current");
+  EXPECT_NE(current.body.find(R"("partial":true)"), std::string::npos) << current.body;
+  const long long now = number_after(current.body, "\"records\":", 0);
+  EXPECT_GE(in_windows, 1);
+  EXPECT_LE(in_windows + now, 300);  // a window may close between the two requests
+  EXPECT_EQ(conveyor::testing::http_get(service.port("metrics"), "/summary?window=9").status, 400);
+  client.close();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+}
+#endif
+
 // `generate --to` sends every line it says it sent: over several TCP connections, octet-counted
 // and LF-framed, paced, and each is written as a syslog record from nginx.
 TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
