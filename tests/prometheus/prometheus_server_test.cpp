@@ -1,6 +1,7 @@
 // The exporter against the real tools: examples/metrics_service runs as its own process, its
 // exposition passes `promtool check metrics`, and a real Prometheus server (Debian's `prometheus`)
-// scrapes it every second and computes the rate the example was told to produce. Everything runs
+// scrapes it every second and computes the rate the example was told to produce; and the same for
+// `log-ingest serve` while its load generator sends to it. Everything runs
 // on loopback, every wait has a deadline, and every process and file is cleaned up.
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -121,6 +123,33 @@ bool eventually(std::chrono::seconds timeout, Predicate ready) {
   return false;
 }
 
+// A Prometheus server on `port` that scrapes 127.0.0.1:`target` every second (job "conveyor"),
+// with the deploy's rules when `rules` is set; its data and log in `dir`.
+ChildProcess start_prometheus(const std::filesystem::path& dir, std::uint16_t port,
+                              std::uint16_t target, bool rules) {
+  const auto config = dir / "prometheus.yml";
+  const std::string deploy = CONVEYOR_DEPLOY_DIR;
+  std::ofstream file(config);
+  file << "global:\n"
+          "  scrape_interval: 1s\n"
+          "  evaluation_interval: 1s\n";
+  if (rules) {
+    file << "rule_files:\n  - " << deploy << "/recording_rules.yml\n  - " << deploy
+         << "/alerting_rules.yml\n";
+  }
+  file << "scrape_configs:\n"
+          "  - job_name: conveyor\n"
+          "    static_configs:\n"
+          "      - targets: [\"127.0.0.1:"
+       << target << "\"]\n";
+  file.close();
+  return ChildProcess(
+      {CONVEYOR_PROMETHEUS, "--config.file=" + config.string(),
+       "--storage.tsdb.path=" + (dir / "data").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(port), "--log.level=warn"},
+      (dir / "prometheus.log").string());
+}
+
 TEST(MetricsServiceProcess, ItsExpositionPassesPromtoolAndSigtermDrainsIt) {
   Watchdog watchdog(std::chrono::seconds(120));
   TemporaryDirectory directory;
@@ -149,25 +178,7 @@ TEST(MetricsServiceProcess, ARealPrometheusScrapesItAndSeesTheConfiguredRate) {
   Example example(directory.path());
 
   const std::uint16_t prometheus_port = free_port();
-  const auto config = directory.path() / "prometheus.yml";
-  const std::string deploy = CONVEYOR_DEPLOY_DIR;
-  std::ofstream(config) << "global:\n"
-                           "  scrape_interval: 1s\n"
-                           "  evaluation_interval: 1s\n"
-                           "rule_files:\n"
-                           "  - "
-                        << deploy << "/recording_rules.yml\n  - " << deploy
-                        << "/alerting_rules.yml\n"
-                           "scrape_configs:\n"
-                           "  - job_name: conveyor\n"
-                           "    static_configs:\n"
-                           "      - targets: [\"127.0.0.1:"
-                        << example.port << "\"]\n";
-  ChildProcess prometheus(
-      {CONVEYOR_PROMETHEUS, "--config.file=" + config.string(),
-       "--storage.tsdb.path=" + (directory.path() / "data").string(),
-       "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port), "--log.level=warn"},
-      (directory.path() / "prometheus.log").string());
+  ChildProcess prometheus = start_prometheus(directory.path(), prometheus_port, example.port, true);
   ASSERT_TRUE(eventually(60s, [&] { return http_get(prometheus_port, "/-/ready").status == 200; }))
       << "Prometheus did not become ready; see its log";
 
@@ -197,5 +208,78 @@ TEST(MetricsServiceProcess, ARealPrometheusScrapesItAndSeesTheConfiguredRate) {
   EXPECT_EQ(example.process.stop(SIGTERM, 20s), 0);
   EXPECT_EQ(prometheus.stop(SIGTERM, 30s), 0);
 }
+
+#ifdef CONVEYOR_LOG_INGEST
+// `log-ingest serve` under its load generator at a steady rate: a real Prometheus scraping it
+// every second computes rate(log_ingest_records_total[10s]) close to that rate, and the service
+// drains to exact accounting.
+TEST(LogIngestServeProcess, ARealPrometheusSeesTheGeneratorsRate) {
+  Watchdog watchdog(std::chrono::seconds(180));
+  TemporaryDirectory directory;
+  const auto log_path = directory.path() / "serve.log";
+  ChildProcess serve({CONVEYOR_LOG_INGEST, "serve", "--listen-syslog", "127.0.0.1:0",
+                      "--metrics-listen", "127.0.0.1:0", "--output", "none"},
+                     log_path.string());
+  std::uint16_t syslog_port = 0;
+  std::uint16_t metrics_port = 0;
+  ASSERT_TRUE(eventually(30s, [&] {
+    std::ifstream in(log_path);
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    std::smatch match;
+    static const std::regex tcp(R"(\(syslog_tcp\) on tcp://127\.0\.0\.1:([0-9]+))");
+    static const std::regex metrics(R"(metrics on http://127\.0\.0\.1:([0-9]+)/)");
+    if (!std::regex_search(log, match, tcp)) return false;
+    syslog_port = static_cast<std::uint16_t>(std::stoi(match[1]));
+    if (!std::regex_search(log, match, metrics)) return false;
+    metrics_port = static_cast<std::uint16_t>(std::stoi(match[1]));
+    return log.find("serving;") != std::string::npos;
+  })) << "serve did not start";
+
+  const std::uint16_t prometheus_port = free_port();
+  ChildProcess prometheus =
+      start_prometheus(directory.path(), prometheus_port, metrics_port, false);
+  ASSERT_TRUE(eventually(60s, [&] { return http_get(prometheus_port, "/-/ready").status == 200; }))
+      << "Prometheus did not become ready; see its log";
+
+  // Prometheus scrapes the service before the load starts (its first scrape may come seconds
+  // after it is ready).
+  ASSERT_TRUE(eventually(60s, [&] {
+    return query(prometheus_port, "count_over_time(up{job=\"conveyor\"}[1m])").value_or(0) >= 3;
+  })) << "Prometheus did not scrape the service";
+
+  // 2,000 messages a second for 25 s, over 4 connections.
+  constexpr int generator_rate = 2000;
+  ChildProcess generator(
+      {CONVEYOR_LOG_INGEST, "generate", "--to", "tcp://127.0.0.1:" + std::to_string(syslog_port),
+       "--rate", std::to_string(generator_rate), "--lines", std::to_string(generator_rate * 25),
+       "--connections", "4", "--profile", "realistic"},
+      (directory.path() / "generate.log").string());
+  // Once the load arrives (the generator builds its traffic model first), twelve seconds of load
+  // and scrapes: the 10 s window is then covered from end to end.
+  ASSERT_TRUE(eventually(60s, [&] {
+    const std::string body = http_get(metrics_port, "/metrics").body;
+    const std::string sample = "\nlog_ingest_received_total{input=\"syslog_tcp\"} ";
+    const std::size_t at = body.find(sample);
+    return at != std::string::npos && std::stod(body.substr(at + sample.size())) > 0;
+  }));
+  std::this_thread::sleep_for(12s);
+  const auto measured =
+      query(prometheus_port, "sum(rate(log_ingest_records_total{job=\"conveyor\"}[10s]))");
+  ASSERT_TRUE(measured.has_value()) << "Prometheus has no log_ingest_records_total";
+  std::printf("Prometheus measured %.1f records per second (the generator sent %d)\n", *measured,
+              generator_rate);
+  EXPECT_LT(std::abs(*measured - generator_rate) / generator_rate, 0.15);
+  EXPECT_EQ(query(prometheus_port, "min_over_time(up{job=\"conveyor\"}[10s])"), 1.0);
+
+  EXPECT_EQ(generator.wait(60s), 0);
+  EXPECT_EQ(serve.stop(SIGTERM, 60s), 0);
+  std::ifstream in(log_path);
+  const std::string log((std::istreambuf_iterator<char>(in)), {});
+  const std::string expected = "received=" + std::to_string(generator_rate * 25) +
+                               " written=" + std::to_string(generator_rate * 25);
+  EXPECT_NE(log.find(expected), std::string::npos) << log;
+  EXPECT_EQ(prometheus.stop(SIGTERM, 30s), 0);
+}
+#endif
 
 }  // namespace
