@@ -18,6 +18,9 @@ packages=(
   libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev time
   # the log-ingest benchmark's peer (bench/log_ingest_bench.sh), with its apache parser (the SCL)
   syslog-ng-core syslog-ng-scl
+  # rsyslog's libraries: bench/serve_bench.sh runs rsyslog unpacked from its package, since it
+  # conflicts with syslog-ng as an installed package
+  libestr0 libfastjson4 liblognorm5
 )
 
 # syslog-ng conflicts with the other system loggers (rsyslog): installing it would remove the

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# `log-ingest serve` against the log services operators run from Debian, on the same messages:
+# syslog over TCP (RFC 5424, octet-counted) from 8 connections, parsed and written as JSON lines
+# to a file.
+#
+#   bench/serve_bench.sh [--messages 1000000] [--rounds 3] [--connections 8] [--work DIR]
+#
+# Needs the release build (cmake --workflow --preset release). The load is `log-ingest generate
+# --to` (the sample's realistic access-log lines as nginx sends them to syslog), as fast as each
+# service takes it, the same bytes for every service. Each run starts the service, sends
+# --messages, and waits until its output file holds every one of them (the line count is checked;
+# a run that loses messages fails). Peers, in their own work directory:
+#   - rsyslog: imptcp, the default RFC 5424 parser, a JSON list template, omfile. Debian's
+#     rsyslog and syslog-ng-core packages conflict, so the script unpacks rsyslog's package
+#     (apt-get download, dpkg -x) under the work directory and runs it from there;
+#   - syslog-ng: the syslog() source, $(format-json), a file destination (threaded);
+#   - log-ingest serve: its syslog_tcp input, the records file, dead letters off.
+# Rounds alternate the services, and the table gives each one's medians: messages/s and MB/s
+# (from the first message sent to the last line written, within one 0.02 s poll), the CPU seconds
+# the service used per million messages, and its peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+messages=1000000 rounds=3 connections=8 work=${TMPDIR:-/tmp}/conveyor-serve-bench
+while [ $# -gt 0 ]; do
+  case $1 in
+    --messages) messages=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --connections) connections=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    *) echo "usage: $0 [--messages N] [--rounds N] [--connections N] [--work DIR]" >&2; exit 2 ;;
+  esac
+done
+app=$PWD/build/release/apps/log-ingest/log-ingest
+[ -x "$app" ] || { echo "$app not built: cmake --workflow --preset release" >&2; exit 1; }
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+port=16514
+ticks=$(getconf CLK_TCK)
+
+# rsyslog, unpacked from its Debian package (its libraries are installed by cmake/install-deps.sh).
+rsyslogd=""
+rsyslog_modules=""
+package=$work/rsyslog-package
+if [ ! -x "$package/usr/sbin/rsyslogd" ]; then
+  (cd "$work" && rm -f rsyslog_*.deb && apt-get download rsyslog > /dev/null 2>&1 &&
+    dpkg -x rsyslog_*.deb "$package") || true
+fi
+if [ -x "$package/usr/sbin/rsyslogd" ]; then
+  rsyslogd=$package/usr/sbin/rsyslogd
+  rsyslog_modules=$(dirname "$(find "$package/usr/lib" -name imptcp.so | head -1)")
+else
+  echo "rsyslog could not be fetched (apt-get download rsyslog); its rows are skipped" >&2
+fi
+syslog_ng=""
+command -v syslog-ng > /dev/null && syslog_ng=yes ||
+  echo "syslog-ng (syslog-ng-core) not installed: cmake/install-deps.sh installs it; its rows are skipped" >&2
+
+# Starts service $1 writing to $2; prints its pid. Its own output goes to files, so that the
+# caller's $(...) does not wait for it.
+start() {
+  local service=$1 out=$2 dir=$work/$1
+  rm -rf "$dir" && mkdir -p "$dir"
+  case $service in
+    log-ingest)
+      printf 'inputs:\n  - {name: syslog_tcp, type: syslog_tcp, listen: "127.0.0.1:%s"}\noutputs: {records: %s, dead_letters: none}\nservice: {metrics_listen: none}\n' \
+        "$port" "$out" > "$dir/serve.yaml"
+      "$app" serve --config "$dir/serve.yaml" > "$dir/stdout" 2> "$dir/stderr" &
+      ;;
+    rsyslog)
+      sed -e "s|@WORK@|$dir|" -e "s|@PORT@|$port|" -e "s|@OUT@|$out|" \
+        bench/serve/rsyslog.conf.in > "$dir/rsyslog.conf"
+      "$rsyslogd" -n -f "$dir/rsyslog.conf" -i "$dir/pid" -M "$rsyslog_modules" \
+        > "$dir/stdout" 2> "$dir/stderr" &
+      ;;
+    syslog-ng)
+      PORT=$port OUT=$out syslog-ng --foreground --no-caps --cfgfile="$PWD/bench/serve/syslog-ng.conf" \
+        --persist-file="$dir/persist" --pidfile="$dir/pid" --control="$dir/ctl" \
+        > "$dir/stdout" 2> "$dir/stderr" &
+      ;;
+  esac
+  echo $!
+}
+
+# The CPU seconds process $1 has used.
+cpu_seconds() {
+  awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"
+}
+
+# One run of service $1: prints "seconds cpu_seconds peak_rss_kib".
+run_once() {
+  local service=$1 out=$work/$1.jsonl
+  rm -f "$out"
+  local pid
+  pid=$(start "$service" "$out")
+  for _ in $(seq 200); do  # up to 10 s for the port to open
+    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
+    sleep 0.05
+  done
+  local cpu_before
+  cpu_before=$(cpu_seconds "$pid")
+  local start_time=$EPOCHREALTIME
+  "$app" generate --to "tcp://127.0.0.1:$port" --lines "$messages" --connections "$connections" \
+    --profile realistic --seed 42 2> "$work/$service/generate.log"
+  # Done when the file holds every message; the time is that of the last growth seen.
+  local size=-1 last=$start_time lines=0 deadline
+  deadline=$(awk -v s="$start_time" 'BEGIN { printf "%.6f", s + 600 }')
+  while :; do
+    local now=$EPOCHREALTIME current
+    current=$(stat -c %s "$out" 2> /dev/null || echo 0)
+    if [ "$current" != "$size" ]; then
+      size=$current last=$now
+    elif [ "$current" -gt 0 ]; then
+      lines=$(wc -l < "$out")
+      [ "$lines" -ge "$messages" ] && break
+    fi
+    if ! kill -0 "$pid" 2> /dev/null; then
+      echo "$service exited; see $work/$service/stderr" >&2
+      return 1
+    fi
+    if awk -v a="$now" -v d="$deadline" 'BEGIN { exit !(a > d) }'; then
+      echo "$service wrote $lines of $messages messages in 600 s" >&2
+      break
+    fi
+    sleep 0.02
+  done
+  local cpu_after rss
+  cpu_after=$(cpu_seconds "$pid")
+  rss=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
+  # Not this shell's child (it was started in $(...)): wait for it to be gone, so that the next
+  # service can bind the port.
+  kill -TERM "$pid" 2> /dev/null || true
+  for _ in $(seq 600); do
+    kill -0 "$pid" 2> /dev/null || break
+    sleep 0.05
+  done
+  if [ "$lines" -ne "$messages" ]; then
+    echo "$service: $lines lines written for $messages messages sent" >&2
+    return 1
+  fi
+  awk -v a="$start_time" -v b="$last" -v c="$cpu_before" -v d="$cpu_after" -v r="$rss" \
+    'BEGIN { printf "%.4f %.3f %d\n", b - a, d - c, r }'
+}
+
+services=(log-ingest)
+[ -n "$rsyslogd" ] && services+=(rsyslog)
+[ -n "$syslog_ng" ] && services+=(syslog-ng)
+bytes=$("$app" generate --format syslog5424 --lines "$messages" --profile realistic --seed 42 | wc -c)
+for round in $(seq "$rounds"); do
+  for service in "${services[@]}"; do
+    if result=$(run_once "$service"); then
+      echo "$service $result" >> "$work/results.$$"
+    fi
+  done
+  echo "round $round of $rounds done" >&2
+done
+
+printf '%s\n' "machine: $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+[ -n "$rsyslogd" ] && printf '%s\n' "rsyslog: $("$rsyslogd" -v 2> /dev/null | head -1)"
+[ -n "$syslog_ng" ] && printf '%s\n' "syslog-ng: $(syslog-ng --version | head -1)"
+printf 'messages: %s (%.1f MB), %s connections, %s rounds\n' "$messages" "$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" "$connections" "$rounds"
+printf '| service | seconds (median) | messages/s | MB/s | CPU s per million messages | peak RSS (MiB) |\n'
+printf '| --- | --- | --- | --- | --- | --- |\n'
+for service in "${services[@]}"; do
+  { grep "^$service " "$work/results.$$" || true; } | sort -k2 -n |
+    awk -v name="$service" -v m="$messages" -v b="$bytes" '
+    { s[NR] = $2; c[NR] = $3; r[NR] = $4 }
+    END {
+      if (NR == 0) { printf "| %s | failed | | | | |\n", name; exit }
+      i = int((NR + 1) / 2)
+      printf "| %s | %.3f | %.0f | %.1f | %.2f | %.0f |\n", name, s[i], m / s[i], b / s[i] / 1e6,
+        c[i] / m * 1e6, r[i] / 1024
+    }'
+done
+rm -f "$work/results.$$"
