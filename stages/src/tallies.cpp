@@ -65,25 +65,31 @@ void Tallies::close(std::int64_t window, Summary&& partial) {
 }
 
 Tallies::Snapshot Tallies::snapshot() {
+  // Every slot, then the closed windows, held together: a worker closes its partial into
+  // closed_ while it holds its slot, so a reader that took them one at a time could count a
+  // partial twice (copied from the slot, then again in closed_) or not at all. The order, slots
+  // before closed_, is the workers' own.
+  std::vector<std::unique_lock<std::mutex>> held;
+  held.reserve(slots_.size());
+  for (const std::unique_ptr<Slot>& slot : slots_)
+    held.emplace_back(slot->mutex);
+  const std::lock_guard lock(closed_mutex_);
   Snapshot result{{}, Summary(window_summary_options())};
-  for (const std::unique_ptr<Slot>& slot : slots_) {
-    std::lock_guard lock(slot->mutex);
-    if (slot->window < 0) continue;
-    auto found = result.windows.find(slot->window);
-    if (found == result.windows.end()) {
-      found = result.windows.emplace(slot->window, window_summary_options()).first;
-    }
-    Summary copy = slot->summary;
-    found->second.merge(std::move(copy));
-  }
-  std::lock_guard lock(closed_mutex_);
-  for (const auto& [number, closed] : closed_) {
+  const auto window = [&](std::int64_t number) -> Summary& {
     auto found = result.windows.find(number);
     if (found == result.windows.end()) {
       found = result.windows.emplace(number, window_summary_options()).first;
     }
+    return found->second;
+  };
+  for (const std::unique_ptr<Slot>& slot : slots_) {
+    if (slot->window < 0) continue;
+    Summary copy = slot->summary;
+    window(slot->window).merge(std::move(copy));
+  }
+  for (const auto& [number, closed] : closed_) {
     Summary copy = closed;
-    found->second.merge(std::move(copy));
+    window(number).merge(std::move(copy));
   }
   Summary copy = evicted_;
   result.evicted.merge(std::move(copy));

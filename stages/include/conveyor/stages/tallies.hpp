@@ -15,7 +15,8 @@
 //
 // Contract: summary(w), then add_batch(w, ...), for each batch, only from parse worker w; in
 // window mode the worker's slot is locked from the one to the other, so a reader waits for at
-// most a batch. merged() after the pipeline has finished; windows(), current() and totals() at
+// most a batch; a reader holds every slot and the closed windows at once, and so sees each record
+// once. merged() after the pipeline has finished; windows(), current() and totals() at
 // any time from any thread (window mode).
 #pragma once
 
