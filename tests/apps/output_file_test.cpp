@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using conveyor::log_ingest::OutputFile;
-using conveyor::log_ingest::OutputPolicy;
 using namespace std::chrono_literals;
 
 class OutputFileTest : public ::testing::Test {
