@@ -118,33 +118,23 @@ class HttpConnection final : public StreamConnection,
     (void)decoder.feed(body, builder_);  // lines framing never breaks
     decoder.finish(builder_);
     builder_.seal();
-    accepted_ = 0;
-    if (!builder_.ready()) {
-      respond(http::status::ok, R"({"accepted":0})", false);
-      return;
-    }
+    accepted_ = builder_.ready_messages();
     // All or nothing: a body is refused only while none of it is taken.
-    if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
-      while (builder_.ready())
-        builder_.pop();
+    if (builder_.hand_over(owner_.ingress_, owner_.counters_) == 0 && builder_.ready()) {
+      builder_.clear();
       respond(http::status::too_many_requests, R"({"error":"the pipeline is full; retry"})", false);
       return;
     }
-    accepted_ += builder_.front().messages;
-    builder_.pop();
     push_rest();
   }
 
   // The body's other chunks, waiting for room: its first is in, so it is taken whole.
   void push_rest() {
-    while (builder_.ready()) {
-      if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
-        retry_.expires_after(std::chrono::milliseconds(1));
-        retry_.async_wait([self = shared_from_this()](const error_code&) { self->push_rest(); });
-        return;
-      }
-      accepted_ += builder_.front().messages;
-      builder_.pop();
+    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
+    if (builder_.ready()) {
+      retry_.expires_after(std::chrono::milliseconds(1));
+      retry_.async_wait([self = shared_from_this()](const error_code&) { self->push_rest(); });
+      return;
     }
     std::string answer = R"({"accepted":)";
     respond(http::status::ok, answer.append(std::to_string(accepted_)).append("}"), false);
@@ -189,9 +179,9 @@ class HttpConnection final : public StreamConnection,
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
-  std::uint64_t accepted_ = 0;
-  bool waiting_ = false;   // for a request (or the handshake), with the idle clock running
-  bool draining_ = false;  // the service drains: no keep-alive
+  std::uint64_t accepted_ = 0;  // messages in the body being taken
+  bool waiting_ = false;        // for a request (or the handshake), with the idle clock running
+  bool draining_ = false;       // the service drains: no keep-alive
   bool ended_ = false;
 };
 

@@ -82,6 +82,22 @@ void ChunkBuilder::rejected(stages::FrameRejection why, std::string_view head,
   delivery.chunk.offset = offset_;
 }
 
+std::size_t ChunkBuilder::hand_over(Ingress& ingress, InputCounters& counters) {
+  std::size_t pushed = 0;
+  while (!ready_.empty() && ingress.try_push(ready_.front(), counters)) {
+    ready_.pop_front();
+    ++pushed;
+  }
+  return pushed;
+}
+
+std::uint64_t ChunkBuilder::ready_messages() const noexcept {
+  std::uint64_t messages = 0;
+  for (const Delivery& delivery : ready_)
+    messages += delivery.messages;
+  return messages;
+}
+
 void ChunkBuilder::seal() {
   if (!building_) return;
   stages::Chunk& chunk = building_->chunk;

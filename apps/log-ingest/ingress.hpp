@@ -107,6 +107,12 @@ class ChunkBuilder final : public stages::FrameSink {
   [[nodiscard]] bool ready() const noexcept { return !ready_.empty(); }
   [[nodiscard]] Delivery& front() noexcept { return ready_.front(); }
   void pop() { ready_.pop_front(); }
+  // Pushes the closed chunks into `ingress`, in order, until it is full; how many it pushed.
+  // Those it could not push stay ready, for the caller to try again (or to give up: clear()).
+  std::size_t hand_over(Ingress& ingress, InputCounters& counters);
+  // The messages in the closed chunks.
+  [[nodiscard]] std::uint64_t ready_messages() const noexcept;
+  void clear() noexcept { ready_.clear(); }
 
  private:
   Delivery& open();

@@ -89,14 +89,12 @@ class TcpConnection final : public StreamConnection,
 
   // Hands the chunks to the Ingress, waiting while it is full; then reads on, or ends.
   void deliver() {
-    while (builder_.ready()) {
-      if (!owner_.ingress_.try_push(builder_.front(), owner_.counters_)) {
-        // Full: try again shortly. Not reading meanwhile is the backpressure.
-        retry_.expires_after(std::chrono::milliseconds(1));
-        retry_.async_wait([self = shared_from_this()](const error_code&) { self->deliver(); });
-        return;
-      }
-      builder_.pop();
+    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
+    if (builder_.ready()) {
+      // Full: try again shortly. Not reading meanwhile is the backpressure.
+      retry_.expires_after(std::chrono::milliseconds(1));
+      retry_.async_wait([self = shared_from_this()](const error_code&) { self->deliver(); });
+      return;
     }
     if (ending_) {
       close();

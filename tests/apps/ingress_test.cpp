@@ -74,6 +74,27 @@ TEST(ChunkBuilder, AChunkClosesAtItsSize) {
   EXPECT_EQ(chunks, 3);
 }
 
+// hand_over pushes closed chunks in order until the Ingress is full, and keeps the rest.
+TEST(ChunkBuilder, HandsOverUntilTheIngressIsFull) {
+  ChunkBuilder builder(input(), 2);  // a chunk per message
+  for (const char* message : {"a", "bb", "c"})
+    builder.frame(message);
+  builder.seal();
+  EXPECT_EQ(builder.ready_messages(), 3U);
+  Ingress ingress(2);
+  InputCounters counters("in");
+  EXPECT_EQ(builder.hand_over(ingress, counters), 2U);
+  EXPECT_EQ(InputCounters::read(counters.received), 2U);
+  ASSERT_TRUE(builder.ready());
+  EXPECT_EQ(builder.front().chunk.text, "c\n");
+  EXPECT_EQ(builder.hand_over(ingress, counters), 0U);  // still full
+  EXPECT_EQ(ingress.pop()->text, "a\n");
+  EXPECT_EQ(builder.hand_over(ingress, counters), 1U);
+  EXPECT_FALSE(builder.ready());
+  EXPECT_EQ(ingress.pop()->text, "bb\n");
+  EXPECT_EQ(ingress.pop()->text, "c\n");
+}
+
 TEST(Ingress, CountsWhatEntersAndWhatIsDropped) {
   Ingress ingress(1);
   InputCounters counters("in");
