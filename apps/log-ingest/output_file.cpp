@@ -55,36 +55,6 @@ OutputFile::~OutputFile() {
   (void)close();
 }
 
-OutputFile::OutputFile(OutputFile&& other) noexcept
-    : path_(std::move(other.path_)),
-      policy_(other.policy_),
-      file_(std::exchange(other.file_, nullptr)),
-      size_(other.size_),
-      unflushed_(other.unflushed_),
-      flushed_at_(other.flushed_at_),
-      opened_at_(other.opened_at_),
-      started_(other.started_),
-      rotations_(other.rotations_) {
-  other.path_.clear();
-}
-
-OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
-  if (this != &other) {
-    (void)close();
-    path_ = std::move(other.path_);
-    policy_ = other.policy_;
-    file_ = std::exchange(other.file_, nullptr);
-    size_ = other.size_;
-    unflushed_ = other.unflushed_;
-    flushed_at_ = other.flushed_at_;
-    opened_at_ = other.opened_at_;
-    started_ = other.started_;
-    rotations_ = other.rotations_;
-    other.path_.clear();
-  }
-  return *this;
-}
-
 bool OutputFile::open() {
   if (path_ == "-") {
     file_ = stdout;

@@ -31,13 +31,10 @@ namespace conveyor::log_ingest {
 
 class OutputFile {
  public:
-  OutputFile() = default;
   OutputFile(std::string path, const OutputPolicy& policy);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
-  OutputFile(OutputFile&& other) noexcept;
-  OutputFile& operator=(OutputFile&& other) noexcept;
 
   // Whether there is somewhere to write (not "none").
   [[nodiscard]] bool enabled() const noexcept { return !path_.empty(); }
