@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <ctime>
 #include <exception>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include <boost/asio/ip/udp.hpp>
 #include <boost/asio/write.hpp>
 
+#include "latency_probe.hpp"
 #include "service_input.hpp"
 
 namespace conveyor::log_ingest {
@@ -111,6 +113,9 @@ class Sender {
         line.clear();
         if (!generator_.next(line)) break;
         line.pop_back();  // its LF
+        if (probe_ && (sent + i) % options_.probe_every == 0 && LatencyProbe::mark(line)) {
+          ++marks_;
+        }
         const std::size_t start_of_message = batch.size();
         if (syslog) {
           append_syslog5424(batch, line, sent + i, timestamp, frame);
@@ -130,11 +135,15 @@ class Sender {
     return bytes;
   }
 
+  [[nodiscard]] std::uint64_t marks() const { return marks_; }
+
  private:
   const LoadOptions& options_;
   Target target_;
   std::uint64_t lines_;
   double rate_;
+  bool probe_ = !options_.latency_file.empty() && options_.probe_every > 0;
+  std::uint64_t marks_ = 0;
   SampleGenerator generator_;
 };
 
@@ -165,7 +174,16 @@ int send_load(const LoadOptions& options) {
   const unsigned connections = std::max(1U, options.connections);
   const std::uint64_t lines = options.sample.lines;
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> marks{0};
   std::atomic<bool> failed{false};
+  std::optional<LatencyProbe> probe;
+  if (!options.latency_file.empty()) {
+    if (options.format == "json") {
+      std::fprintf(stderr, "log-ingest: --latency needs --format syslog5424 or combined\n");
+      return 2;
+    }
+    probe.emplace(options.latency_file);
+  }
   const Clock::time_point start = Clock::now();
   {
     std::vector<std::jthread> threads;
@@ -175,6 +193,7 @@ int send_load(const LoadOptions& options) {
         try {
           Sender sender(options, target, c, share, options.rate / connections);
           bytes.fetch_add(sender.run(), std::memory_order_relaxed);
+          marks.fetch_add(sender.marks(), std::memory_order_relaxed);
         } catch (const std::exception& error) {
           if (!failed.exchange(true, std::memory_order_relaxed)) {
             std::fprintf(stderr, "log-ingest: cannot send to %s: %s\n", options.to.c_str(),
@@ -192,7 +211,16 @@ int send_load(const LoadOptions& options) {
                static_cast<unsigned long long>(lines),
                static_cast<double>(bytes.load(std::memory_order_relaxed)) / 1e6, options.to.c_str(),
                connections, seconds, static_cast<double>(lines) / std::max(seconds, 1e-9));
-  return 0;
+  if (!probe) return 0;
+  const std::uint64_t expected = marks.load(std::memory_order_relaxed);
+  const LatencyReport report = probe->finish(expected, std::chrono::seconds(10));
+  std::fprintf(stderr,
+               "log-ingest: latency from send to %s: %llu of %llu marks, p50 %.2f ms, p99 %.2f ms, "
+               "p99.9 %.2f ms, max %.2f ms\n",
+               options.latency_file.c_str(), static_cast<unsigned long long>(report.seen),
+               static_cast<unsigned long long>(expected), report.quantile_ms(0.5),
+               report.quantile_ms(0.99), report.quantile_ms(0.999), report.quantile_ms(1.0));
+  return report.seen == expected ? 0 : 1;
 }
 
 }  // namespace conveyor::log_ingest

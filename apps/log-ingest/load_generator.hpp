@@ -10,8 +10,12 @@
 // Over UDP each message is one datagram. Each connection sends its share of `lines` at its share
 // of `rate`, from a generator seeded apart from the others.
 //
+// With `latency_file`, one message in `probe_every` carries its send time, and `send_load` reports
+// the quantiles of the time until its line appears in that file (latency_probe.hpp).
+//
 // Contract: `send_load` returns once every line was sent (0), or prints why it could not connect
-// or send and returns 1. It reports the messages, bytes and rate it achieved on stderr.
+// or send and returns 1. It reports the messages, bytes and rate it achieved on stderr, and with
+// `latency_file` the latency quantiles; a mark that never appears in the file makes it return 1.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,8 @@ struct LoadOptions {
   std::string format = "syslog5424";  // syslog5424, combined or json
   bool octet_counting = true;         // syslog5424 over TCP: octet-counted frames, else LF
   SampleOptions sample;               // lines, seed and profile; `format` follows `format`
+  std::string latency_file;           // if set, measure send-to-write latency (latency_probe.hpp)
+  unsigned probe_every = 100;         // with latency_file: mark one message in this many
 };
 
 int send_load(const LoadOptions& options);

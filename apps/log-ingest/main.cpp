@@ -215,6 +215,14 @@ int main_guarded(int argc, char** argv) {
   generate_command->add_option("--framing", framing, "With --to tcp:// and syslog5424: octet or lf")
       ->capture_default_str()
       ->check(CLI::IsMember({"octet", "lf"}));
+  generate_command->add_option(
+      "--latency", load.latency_file,
+      "With --to: follow this output file of the service and report the latency from send to "
+      "write of the marked messages");
+  generate_command
+      ->add_option("--probe-every", load.probe_every, "With --latency: mark one message in this many")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 1000000U));
 
   conveyor::log_ingest::ServeFlags serve_flags;
   CLI::App* serve_command = app.add_subcommand(
