@@ -199,7 +199,7 @@ void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& inpu
       append_json_string(out, input.name);
       break;
     case FieldId::line:
-      number(static_cast<std::int64_t>(line), true);
+      number(static_cast<std::int64_t>(line), line != 0);
       break;
     case FieldId::none:
       break;
@@ -374,10 +374,12 @@ void append_dead_letter(std::string& out, const Input& input, std::uint64_t line
   ObjectWriter w(out);
   w.plain_key(",\"input\":");
   append_json_string(out, input.name);
-  w.plain_key(",\"line\":");
-  append_number(out, static_cast<std::int64_t>(line));
-  w.plain_key(",\"offset\":");
-  append_number(out, static_cast<std::int64_t>(offset));
+  if (line != 0) {
+    w.plain_key(",\"line\":");
+    append_number(out, static_cast<std::int64_t>(line));
+    w.plain_key(",\"offset\":");
+    append_number(out, static_cast<std::int64_t>(offset));
+  }
   w.plain_key(",\"reason\":");
   append_json_string(out, reason);
   w.plain_key(",\"length\":");

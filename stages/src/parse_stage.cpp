@@ -81,7 +81,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
           break;
       }
     }
-    const std::uint64_t number = in.first_line + index;
+    const std::uint64_t number = in.first_line == 0 ? 0 : in.first_line + index;
     if (error != nullptr) {
       counts.reject(error);
       if (config.write_dead_letters) {

@@ -414,6 +414,22 @@ TEST(JsonWriter, WritesADeadLetterWithItsPlaceReasonAndRawText) {
                  "\n");
 }
 
+// Line 0: the position is unknown (a chunk that joins several streams), and neither a dead letter
+// nor a record claims one.
+TEST(JsonWriter, AnUnknownPlaceIsLeftOut) {
+  const Input input{"tcp", 0, Format::combined, false};
+  std::string out;
+  append_dead_letter(out, input, 0, 0, "bad", 3, "xyz");
+  EXPECT_EQ(out, R"({"input":"tcp","reason":"bad","length":3,"raw":"xyz"})"
+                 "\n");
+  out.clear();
+  Record record;
+  record.status = 200;
+  append_record(out, record, input, 0, Projection{{"status", "line"}});
+  EXPECT_EQ(out, R"({"status":200})"
+                 "\n");
+}
+
 TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
   Summary whole;
   Summary a;

@@ -39,8 +39,11 @@ struct Chunk {
   // Whole lines, each ending in '\n', except maybe the last line of an input. Sources reserve
   // `read_ahead_padding` bytes of capacity after them, for parsers that read ahead (simdjson).
   std::string text;
-  std::uint64_t first_line = 1;        // 1-based number of text's first line in its input
-  std::uint64_t offset = 0;            // byte offset of text in the (decompressed) input
+  // 1-based number of text's first line in its input, and the byte offset of text in the
+  // (decompressed) input. A first_line of 0 means the positions are unknown (a chunk that joins
+  // the lines of several streams of one input); records and dead letters then carry none.
+  std::uint64_t first_line = 1;
+  std::uint64_t offset = 0;
   std::vector<OverlongLine> overlong;  // dropped just before this chunk's text
 };
 

@@ -25,11 +25,13 @@ struct Projection {
   std::vector<std::string> fields;
 };
 
-// Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text.
+// Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text. A `line` of 0
+// (unknown) is left out.
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
                    const Projection& projection);
 
-// Appends one dead-letter line: {"input","line","offset","reason","length","raw"}.
+// Appends one dead-letter line: {"input","line","offset","reason","length","raw"}; without "line"
+// and "offset" when `line` is 0 (unknown).
 void append_dead_letter(std::string& out, const Input& input, std::uint64_t line,
                         std::uint64_t offset, std::string_view reason, std::uint64_t length,
                         std::string_view raw);
