@@ -2,6 +2,7 @@
 #include "ingress.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 namespace conveyor::log_ingest {
@@ -26,17 +27,52 @@ void Ingress::drop(const Delivery& delivery, InputCounters& counters) noexcept {
 }
 
 std::optional<stages::Chunk> Ingress::pop() {
-  std::optional<Delivery> delivery = queue_.pop();
-  if (!delivery) return std::nullopt;
-  return std::move(delivery->chunk);
+  std::optional<Delivery> first = next_ ? std::exchange(next_, std::nullopt) : queue_.pop();
+  if (!first) return std::nullopt;
+  stages::Chunk chunk = std::move(first->chunk);
+  std::uint64_t stream = first->stream;
+  std::uint64_t next_line = chunk.first_line + first->messages - chunk.overlong.size();
+  bool positioned = true;
+  while (chunk.text.size() < join_bytes_) {
+    std::optional<Delivery> more = queue_.try_pop();
+    if (!more) break;
+    // Dead letters come before a chunk's text, so a chunk that has some starts a new one.
+    if (more->chunk.input != chunk.input || !more->chunk.overlong.empty() ||
+        chunk.text.size() + more->chunk.text.size() > join_bytes_) {
+      next_ = std::move(more);
+      break;
+    }
+    positioned = positioned && more->stream == stream && more->chunk.first_line == next_line;
+    stream = more->stream;
+    next_line = more->chunk.first_line + more->messages;
+    // Room for it all at once, with the padding parsers read ahead into (stages::Chunk).
+    if (chunk.text.capacity() < join_bytes_ + stages::read_ahead_padding) {
+      chunk.text.reserve(join_bytes_ + stages::read_ahead_padding);
+    }
+    chunk.text.append(more->chunk.text);
+  }
+  if (!positioned) {
+    chunk.first_line = 0;
+    chunk.offset = 0;
+  }
+  return chunk;
 }
 
+namespace {
+
+std::atomic<std::uint64_t> streams{0};
+
+}  // namespace
+
 ChunkBuilder::ChunkBuilder(std::shared_ptr<const stages::Input> input, std::size_t max_chunk)
-    : input_(std::move(input)), max_chunk_(max_chunk) {}
+    : input_(std::move(input)),
+      max_chunk_(max_chunk),
+      stream_(streams.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 Delivery& ChunkBuilder::open() {
   if (!building_) {
     building_.emplace();
+    building_->stream = stream_;
     building_->chunk.input = input_;
     building_->chunk.first_line = next_line_;
     building_->chunk.offset = offset_;

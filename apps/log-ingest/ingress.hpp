@@ -16,6 +16,11 @@
 //   reports, received = written + rejected + filtered + dropped, rests on this.
 // - Ingress: any thread may push (try_push, or push, which waits for room); one thread pops.
 //   After close(), pushes fail and pop drains what is left, then returns nullopt.
+// - Joining: pop returns the next chunk joined with the chunks of the same input queued behind it,
+//   up to `join_bytes` of text, in their order. Under load the queue holds one small chunk per
+//   read of each connection, and each would otherwise cost the pipeline a hand-off. A joined
+//   chunk keeps its line numbers when its parts follow each other on one stream; otherwise its
+//   positions are unknown (first_line 0).
 // - Counters are relaxed atomics: totals for metrics, read at any time from any thread.
 #pragma once
 
@@ -69,15 +74,17 @@ struct InputCounters {
   }
 };
 
-// A chunk and the messages in it.
+// A chunk, the messages in it, and the stream (connection) it came from.
 struct Delivery {
   stages::Chunk chunk;
   std::uint64_t messages = 0;
+  std::uint64_t stream = 0;
 };
 
 class Ingress {
  public:
-  explicit Ingress(std::size_t capacity) : queue_(capacity) {}
+  explicit Ingress(std::size_t capacity, std::size_t join_bytes = 256U << 10U)
+      : queue_(capacity), join_bytes_(join_bytes) {}
 
   // Into the queue if it has room: true, and `parcel` counted as received; false, untouched.
   [[nodiscard]] bool try_push(Delivery& parcel, InputCounters& counters);
@@ -92,6 +99,8 @@ class Ingress {
 
  private:
   sync::MpmcBoundedQueue<Delivery> queue_;
+  std::size_t join_bytes_;
+  std::optional<Delivery> next_;  // popped, not joined: the next pop starts with it
 };
 
 class ChunkBuilder final : public stages::FrameSink {
@@ -119,6 +128,7 @@ class ChunkBuilder final : public stages::FrameSink {
 
   std::shared_ptr<const stages::Input> input_;
   std::size_t max_chunk_;
+  std::uint64_t stream_;         // this builder's, unique in the process
   std::uint64_t next_line_ = 1;  // the next message's number on this connection
   std::uint64_t offset_ = 0;     // bytes of messages before it
   std::optional<Delivery> building_;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ingress.hpp"
 
@@ -81,7 +83,7 @@ TEST(ChunkBuilder, HandsOverUntilTheIngressIsFull) {
     builder.frame(message);
   builder.seal();
   EXPECT_EQ(builder.ready_messages(), 3U);
-  Ingress ingress(2);
+  Ingress ingress(2, 0);  // no joining: one chunk per pop
   InputCounters counters("in");
   EXPECT_EQ(builder.hand_over(ingress, counters), 2U);
   EXPECT_EQ(InputCounters::read(counters.received), 2U);
@@ -111,6 +113,79 @@ TEST(Ingress, CountsWhatEntersAndWhatIsDropped) {
   EXPECT_FALSE(ingress.push(Delivery{{}, 1}, counters));
   EXPECT_FALSE(ingress.pop().has_value());
   EXPECT_EQ(InputCounters::read(counters.received), 5U);
+}
+
+// Pushes each builder's ready chunks into `ingress`.
+void push_all(Ingress& ingress, ChunkBuilder& builder, InputCounters& counters) {
+  builder.seal();
+  while (builder.ready()) {
+    ASSERT_TRUE(ingress.try_push(builder.front(), counters));
+    builder.pop();
+  }
+}
+
+TEST(Ingress, JoinsTheChunksOfOneStreamAndKeepsTheirLineNumbers) {
+  Ingress ingress(8);
+  InputCounters counters("in");
+  ChunkBuilder builder(input(), 2);  // a chunk per message
+  for (const char* message : {"a", "b", "c"})
+    builder.frame(message);
+  push_all(ingress, builder, counters);
+  const std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->text, "a\nb\nc\n");
+  EXPECT_EQ(chunk->first_line, 1U);
+  EXPECT_GE(chunk->text.capacity(), chunk->text.size() + conveyor::stages::read_ahead_padding);
+}
+
+// Lines of two connections of one input go on together, without positions: each connection
+// numbers its own lines, and one chunk cannot say which line came from which.
+TEST(Ingress, JoinsTheChunksOfSeveralStreamsWithoutPositions) {
+  Ingress ingress(8);
+  InputCounters counters("in");
+  const auto shared = input();
+  ChunkBuilder one(shared);
+  ChunkBuilder two(shared);
+  one.frame("a");
+  push_all(ingress, one, counters);
+  two.frame("x");
+  push_all(ingress, two, counters);
+  one.frame("b");
+  push_all(ingress, one, counters);
+  const std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->text, "a\nx\nb\n");
+  EXPECT_EQ(chunk->first_line, 0U);
+}
+
+TEST(Ingress, JoinsNeitherOtherInputsNorDeadLettersNorPastItsSize) {
+  Ingress ingress(16, 4);
+  InputCounters counters("in");
+  const auto shared = input();
+  ChunkBuilder first(shared, 2);
+  ChunkBuilder other(input(), 2);
+  first.frame("a");
+  push_all(ingress, first, counters);
+  other.frame("o");  // another input
+  push_all(ingress, other, counters);
+  first.frame("b");
+  first.rejected(FrameRejection::oversized, "head", 100000);  // a dead letter before "c"
+  first.frame("c");
+  first.frame("d");
+  first.frame("e");
+  push_all(ingress, first, counters);
+  std::vector<std::string> texts;
+  ingress.close();
+  while (std::optional<conveyor::stages::Chunk> chunk = ingress.pop()) {
+    texts.push_back(chunk->text);
+    if (!chunk->overlong.empty()) {
+      EXPECT_EQ(chunk->overlong[0].line, 3U);
+      EXPECT_EQ(chunk->first_line, 4U);
+    }
+  }
+  // "b" joins nothing (its neighbours are another input and a dead letter); "c" and "d" fill the
+  // 4 bytes.
+  EXPECT_EQ(texts, (std::vector<std::string>{"a\n", "o\n", "b\n", "c\nd\n", "e\n"}));
 }
 
 }  // namespace
