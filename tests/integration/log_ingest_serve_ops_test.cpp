@@ -182,6 +182,25 @@ class TlsClient {
     return !error || error == asio::error::eof || error == asio::ssl::error::stream_truncated;
   }
 
+  // POST `body` to /ingest over HTTPS: the status and the body of the answer (0 when the
+  // handshake or the exchange failed).
+  std::pair<unsigned, std::string> post(const std::string& body) {
+    boost::system::error_code error;
+    stream_->handshake(asio::ssl::stream_base::client, error);
+    if (error) return {0, error.message()};
+    http::request<http::string_body> request(http::verb::post, "/ingest", 11);
+    request.set(http::field::host, "127.0.0.1");
+    request.body() = body;
+    request.prepare_payload();
+    http::write(*stream_, request, error);
+    if (error) return {0, error.message()};
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(*stream_, buffer, response, error);
+    if (error) return {0, error.message()};
+    return {response.result_int(), response.body()};
+  }
+
  private:
   asio::io_context io_;
   asio::ssl::context context_;
@@ -242,6 +261,54 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
   EXPECT_EQ(seen.size(), std::size_t{messages});
   EXPECT_EQ(seen.count("tls-0"), 1U);
   EXPECT_EQ(seen.count(name("tls-", messages - 1)), 1U);
+  fs::remove_all(certs);
+}
+
+// HTTPS: POST /ingest over TLS (no client certificate asked for) is answered and its lines are
+// written; a client that speaks plain HTTP to the TLS port is refused and counted.
+TEST(LogIngestServeOps, HttpsIngest) {
+  conveyor::testing::Watchdog watchdog(120s);
+  const fs::path certs =
+      fs::temp_directory_path() / ("conveyor-https-certs-" + std::to_string(::getpid()));
+  fs::create_directories(certs);
+  make_certificates(certs);
+  Service service("https",
+                  ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: 127.0.0.1:0, "
+                                              "tls: {cert: " +
+                                              (certs / "server.pem").string() +
+                                              ", key: " + (certs / "server.key").string() +
+                                              "}}\n"});
+  const std::uint16_t port = service.port("web");
+  std::string body;
+  for (int i = 0; i < 100; ++i) {
+    body += R"({"time":"2024-10-11T22:14:15Z","remote_addr":"10.0.0.1","method":"GET","path":"/)";
+    body += name("s", i) + R"(","status":200})" + "\n";
+  }
+  const auto [status, answer] = TlsClient(port, certs / "ca.pem").post(body);
+  EXPECT_EQ(status, 200U) << answer;
+  EXPECT_EQ(answer, "{\"accepted\":100}\n");
+  {
+    asio::io_context io;
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::address_v4::loopback(), port});
+    http::request<http::string_body> request(http::verb::post, "/ingest", 11);
+    request.body() = body;
+    request.prepare_payload();
+    boost::system::error_code error;
+    http::write(socket, request, error);
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(socket, buffer, response, error);
+    EXPECT_TRUE(error) << "plain HTTP was answered " << response.result_int();
+  }
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}") == 1.0;
+  }));
+#endif
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  EXPECT_EQ(accounting(service.log(), "drained").at("written"), 100U);
+  EXPECT_EQ(lines_of(service.records()).size(), 100U);
   fs::remove_all(certs);
 }
 
