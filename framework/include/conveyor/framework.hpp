@@ -1,7 +1,8 @@
 // Everything a pipeline author needs: Pipeline, stage(), sink(), Emit, the options, Shared<T>,
-// Observer and Stats.
+// AckLedger, Observer and Stats.
 #pragma once
 
+#include "conveyor/framework/ack.hpp"
 #include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/options.hpp"

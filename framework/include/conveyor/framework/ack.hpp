@@ -1,0 +1,83 @@
+// AckLedger and AckToken: a source learns when every branch has finished with what it emitted.
+//
+//   auto ledger = std::make_shared<conveyor::AckLedger>();
+//   // source: one token per item, with the position to commit once it is done
+//   emit(Chunk{text, ledger->issue(end_offset)});
+//   // stages: the token travels inside the item; an item split in parts copies it into each
+//   // sinks: when the item is durably done, let the token go (destroy it, or release())
+//   // the source, or a checkpointer: everything up to here is done
+//   if (auto position = ledger->acknowledged()) save_checkpoint(*position);
+//
+// An item carries a token; copies of it (a broadcast to several workers, an item split in
+// parts) share it. The token is settled when its last copy is released or destroyed: filtered,
+// dead-lettered and written items all count as finished. A branch that could not deliver its copy
+// calls fail() first.
+//
+// Contract:
+// - `issue(position)` numbers tokens in the order they are issued; positions should not
+//   decrease. `acknowledged()` is the position of the latest token such that it and every token
+//   issued before it are settled, and none failed; nullopt until the first is.
+// - A failed token holds the ledger back for good: `acknowledged()` never passes it, so that
+//   what it carried is delivered again after a restart (at least once). `failed()` says so.
+// - `wait_acknowledged(position, timeout)` waits until acknowledged() reaches `position`.
+// - Tokens may outlive the ledger object (they share its state). A default token is empty and
+//   settles nothing.
+// - Thread safety: any thread may issue, copy, release, fail and read, concurrently. Settling
+//   takes a mutex, once per token rather than per copy.
+//
+// Memory ordering: what a thread did before it released its copy happens before acknowledged()
+// returns a position that covers it (the mutex orders them).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace conveyor {
+
+namespace detail {
+struct AckState;
+struct AckEntry;
+}  // namespace detail
+
+class AckToken {
+ public:
+  AckToken() = default;
+
+  [[nodiscard]] bool empty() const noexcept { return entry_ == nullptr; }
+  // Lets this copy go; the token settles when its last copy does.
+  void release() noexcept { entry_.reset(); }
+  // This copy could not be delivered: the ledger stops before it. Then releases this copy.
+  void fail() noexcept;
+
+ private:
+  friend class AckLedger;
+  explicit AckToken(std::shared_ptr<detail::AckEntry> entry) : entry_(std::move(entry)) {}
+
+  std::shared_ptr<detail::AckEntry> entry_;
+};
+
+class AckLedger {
+ public:
+  AckLedger();
+  AckLedger(const AckLedger&) = delete;
+  AckLedger& operator=(const AckLedger&) = delete;
+  ~AckLedger();
+
+  [[nodiscard]] AckToken issue(std::uint64_t position);
+
+  [[nodiscard]] std::optional<std::uint64_t> acknowledged() const;
+  [[nodiscard]] bool failed() const;
+  // Tokens issued and not settled yet.
+  [[nodiscard]] std::uint64_t outstanding() const;
+
+  // True once acknowledged() >= position; false after `timeout`, or at once if a token failed.
+  bool wait_acknowledged(std::uint64_t position, std::chrono::milliseconds timeout) const;
+
+ private:
+  std::shared_ptr<detail::AckState> state_;
+};
+
+}  // namespace conveyor

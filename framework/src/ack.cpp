@@ -1,0 +1,108 @@
+// AckLedger: tokens settle in any order; the acknowledged position advances over the settled
+// prefix.
+#include "conveyor/framework/ack.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+namespace conveyor {
+
+namespace detail {
+
+struct AckState {
+  enum class Status : std::uint8_t { pending, settled, failed };
+  struct Slot {
+    std::uint64_t position;
+    Status status;
+  };
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable advanced;
+  std::deque<Slot> slots;            // from the oldest unsettled (or failed) token on
+  std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
+  std::uint64_t next_sequence = 0;
+  std::optional<std::uint64_t> acknowledged;
+  bool failed = false;
+
+  void settle(std::uint64_t sequence, bool failure) {
+    {
+      std::lock_guard lock(mutex);
+      Slot& slot = slots[sequence - first_sequence];
+      slot.status = failure ? Status::failed : Status::settled;
+      failed = failed || failure;
+      while (!slots.empty() && slots.front().status == Status::settled) {
+        acknowledged = slots.front().position;
+        slots.pop_front();
+        ++first_sequence;
+      }
+    }
+    advanced.notify_all();
+  }
+};
+
+// One token, shared by its copies; settles when the last copy goes.
+struct AckEntry {
+  AckEntry(std::shared_ptr<AckState> shared, std::uint64_t number)
+      : state(std::move(shared)), sequence(number) {}
+  AckEntry(const AckEntry&) = delete;
+  AckEntry& operator=(const AckEntry&) = delete;
+  ~AckEntry() { state->settle(sequence, failed.load(std::memory_order_relaxed)); }
+
+  std::shared_ptr<AckState> state;
+  std::uint64_t sequence;
+  // Set by any copy; read by the last one, after the reference count's release and acquire.
+  std::atomic<bool> failed{false};
+};
+
+}  // namespace detail
+
+void AckToken::fail() noexcept {
+  if (entry_) entry_->failed.store(true, std::memory_order_relaxed);
+  entry_.reset();
+}
+
+AckLedger::AckLedger() : state_(std::make_shared<detail::AckState>()) {}
+
+AckLedger::~AckLedger() = default;
+
+AckToken AckLedger::issue(std::uint64_t position) {
+  std::uint64_t sequence = 0;
+  {
+    std::lock_guard lock(state_->mutex);
+    sequence = state_->next_sequence++;
+    state_->slots.push_back({position, detail::AckState::Status::pending});
+  }
+  return AckToken(std::make_shared<detail::AckEntry>(state_, sequence));
+}
+
+std::optional<std::uint64_t> AckLedger::acknowledged() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->acknowledged;
+}
+
+bool AckLedger::failed() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->failed;
+}
+
+std::uint64_t AckLedger::outstanding() const {
+  std::lock_guard lock(state_->mutex);
+  std::uint64_t pending = 0;
+  for (const detail::AckState::Slot& slot : state_->slots)
+    pending += slot.status == detail::AckState::Status::pending ? 1 : 0;
+  return pending;
+}
+
+bool AckLedger::wait_acknowledged(std::uint64_t position, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  const auto reached = [&] {
+    return state_->failed || (state_->acknowledged && *state_->acknowledged >= position);
+  };
+  state_->advanced.wait_for(lock, timeout, reached);
+  return !state_->failed && state_->acknowledged && *state_->acknowledged >= position;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,184 @@
+// AckLedger and AckToken: tokens settle in any order, copies share one token, a failure holds the
+// ledger back, and in a pipeline the source hears of an item only once every branch is done.
+#include "conveyor/framework/ack.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/pipeline.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::AckLedger;
+using conveyor::AckToken;
+using conveyor::testing::Watchdog;
+using namespace std::chrono_literals;
+
+TEST(AckLedger, NothingIsAcknowledgedBeforeTheFirstTokenSettles) {
+  AckLedger ledger;
+  EXPECT_FALSE(ledger.acknowledged().has_value());
+  AckToken token = ledger.issue(10);
+  EXPECT_FALSE(token.empty());
+  EXPECT_EQ(ledger.outstanding(), 1U);
+  EXPECT_FALSE(ledger.acknowledged().has_value());
+  token.release();
+  EXPECT_TRUE(token.empty());
+  EXPECT_EQ(ledger.acknowledged(), 10U);
+  EXPECT_EQ(ledger.outstanding(), 0U);
+  EXPECT_FALSE(ledger.failed());
+}
+
+TEST(AckLedger, TheAcknowledgedPositionAdvancesOverTheSettledPrefixOnly) {
+  AckLedger ledger;
+  AckToken first = ledger.issue(1);
+  AckToken second = ledger.issue(2);
+  AckToken third = ledger.issue(3);
+  third.release();
+  second.release();
+  EXPECT_FALSE(ledger.acknowledged().has_value());  // the first is still out
+  first.release();
+  EXPECT_EQ(ledger.acknowledged(), 3U);
+}
+
+TEST(AckLedger, CopiesShareOneTokenThatSettlesWithTheLastCopy) {
+  AckLedger ledger;
+  AckToken token = ledger.issue(7);
+  AckToken copy = token;
+  std::optional<AckToken> another = copy;
+  token.release();
+  copy.release();
+  EXPECT_FALSE(ledger.acknowledged().has_value());
+  another.reset();  // destroying a copy lets it go as well
+  EXPECT_EQ(ledger.acknowledged(), 7U);
+}
+
+TEST(AckLedger, AFailedCopyHoldsTheLedgerBackForGood) {
+  AckLedger ledger;
+  AckToken first = ledger.issue(1);
+  AckToken second = ledger.issue(2);
+  AckToken second_copy = second;
+  AckToken third = ledger.issue(3);
+  first.release();
+  second.fail();  // one branch could not deliver it
+  second_copy.release();
+  third.release();
+  EXPECT_EQ(ledger.acknowledged(), 1U);
+  EXPECT_TRUE(ledger.failed());
+  EXPECT_FALSE(ledger.wait_acknowledged(3, 10s));  // at once: it can never get there
+}
+
+TEST(AckLedger, AnEmptyTokenSettlesNothing) {
+  AckToken token;
+  EXPECT_TRUE(token.empty());
+  token.release();
+  token.fail();
+  EXPECT_TRUE(token.empty());
+}
+
+TEST(AckLedger, TokensMayOutliveTheLedger) {
+  AckToken token;
+  {
+    AckLedger ledger;
+    token = ledger.issue(1);
+  }
+  token.release();  // settles into the state it shares, not into a destroyed ledger
+}
+
+TEST(AckLedger, WaitAcknowledgedWakesWhenTheLastTokenSettles) {
+  Watchdog watchdog;
+  AckLedger ledger;
+  AckToken token = ledger.issue(5);
+  std::thread releaser([&token] {
+    std::this_thread::sleep_for(20ms);
+    token.release();
+  });
+  EXPECT_TRUE(ledger.wait_acknowledged(5, 60s));
+  releaser.join();
+  EXPECT_FALSE(ledger.wait_acknowledged(6, 1ms));
+}
+
+// Threads settle tokens in any order: the acknowledged position never goes back, never passes
+// a token still out, and ends at the last one.
+TEST(AckLedger, ManyThreadsSettleInAnyOrder) {
+  Watchdog watchdog;
+  constexpr std::uint64_t tokens = 20'000;
+  constexpr int threads = 4;
+  AckLedger ledger;
+  std::vector<AckToken> issued;
+  issued.reserve(tokens);
+  for (std::uint64_t i = 1; i <= tokens; ++i)
+    issued.push_back(ledger.issue(i));
+  std::atomic<bool> regressed{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      std::uint64_t last = 0;
+      // Thread t settles tokens t, t + threads, ... from the end, so that settles interleave.
+      for (std::uint64_t i = tokens - 1 - static_cast<std::uint64_t>(t);; i -= threads) {
+        issued[i].release();
+        const std::uint64_t now = ledger.acknowledged().value_or(0);
+        if (now < last) regressed.store(true, std::memory_order_relaxed);
+        last = now;
+        if (i < threads) break;
+      }
+    });
+  }
+  for (std::thread& worker : workers)
+    worker.join();
+  EXPECT_FALSE(regressed.load());
+  EXPECT_EQ(ledger.acknowledged(), tokens);
+  EXPECT_EQ(ledger.outstanding(), 0U);
+}
+
+// In a pipeline: the token travels inside the item through a parallel stage, a filter and a
+// broadcast to three sink workers. The source's ledger reaches an item's position only once every
+// worker that got a copy is done with it, and reaches the last one when the pipeline ends.
+struct Item {
+  std::uint64_t number = 0;
+  AckToken ack;
+};
+
+TEST(AckPipeline, TheSourceHearsOfAnItemOnlyOnceEveryBranchIsDone) {
+  Watchdog watchdog;
+  constexpr std::uint64_t items = 5'000;
+  auto ledger = std::make_shared<AckLedger>();
+  std::atomic<std::uint64_t> early{0};  // sink copies that saw their item acknowledged already
+  std::atomic<std::uint64_t> delivered{0};
+  conveyor::Pipeline p;
+  p.source([ledger, next = std::uint64_t{1}]() mutable -> std::optional<Item> {
+    if (next > items) return std::nullopt;
+    const std::uint64_t number = next++;
+    return Item{number, ledger->issue(number)};
+  }) |
+      conveyor::stage(
+          [](Item item, conveyor::Emit<Item>& emit) {
+            if (item.number % 10 != 0) emit(std::move(item));  // every tenth is filtered out
+          },
+          {.mode = conveyor::Mode::parallel, .workers = 3}) |
+      conveyor::sink(
+          [&](Item item) {
+            // This copy is held: the ledger cannot have passed this item.
+            if (ledger->acknowledged().value_or(0) >= item.number) {
+              early.fetch_add(1, std::memory_order_relaxed);
+            }
+            delivered.fetch_add(1, std::memory_order_relaxed);
+          },
+          {.mode = conveyor::Mode::parallel,
+           .workers = 3,
+           .dispatch = conveyor::Dispatch::broadcast()});
+  p.run();
+  EXPECT_EQ(early.load(), 0U);
+  EXPECT_EQ(delivered.load(), 3 * (items - items / 10));
+  EXPECT_EQ(ledger->acknowledged(), items);
+  EXPECT_EQ(ledger->outstanding(), 0U);
+}
+
+}  // namespace
