@@ -12,7 +12,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -124,12 +123,7 @@ int run_ingest(const RunOptions& options) {
       options.workers != 0 ? options.workers : std::max(1U, std::thread::hardware_concurrency());
   config->projection.fields = options.fields;
   config->max_line_length = options.max_line_length;
-  {
-    const std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    config->syslog_year = utc.tm_year + 1900;
-  }
+  config->syslog_year = stages::current_utc_year();
 
   // The source: the files, or the embedded sample.
   const stages::FileSourceOptions source_options{options.chunk_size, options.max_line_length,

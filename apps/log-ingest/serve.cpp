@@ -9,7 +9,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -213,12 +212,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
   // Frames over the limit are dead-lettered by the inputs; every other one is parsed, even once
   // its line feeds became `#012` (up to four times as long).
   parse->max_line_length = std::max(config.limits.max_frame_bytes * 4, std::size_t{1} << 16U);
-  {
-    const std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    parse->syslog_year = utc.tm_year + 1900;
-  }
+  parse->syslog_year = stages::current_utc_year();
 
   std::shared_ptr<ServeOutputs> outputs;
   try {

@@ -1,6 +1,7 @@
 // ParseStage: lines to records, dead letters and partitions.
 #include "conveyor/stages/parse_stage.hpp"
 
+#include <ctime>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -117,6 +118,13 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
     batch.storage = std::move(storage);
   }
   return batch;
+}
+
+int current_utc_year() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  return utc.tm_year + 1900;
 }
 
 }  // namespace conveyor::stages

@@ -38,6 +38,9 @@ struct ParseConfig {
   int syslog_year = 1970;  // the year RFC 3164 timestamps are taken to be in
 };
 
+// The current year in UTC: what syslog_year should be for logs written now.
+int current_utc_year();
+
 class ParseStage {
  public:
   explicit ParseStage(std::shared_ptr<const ParseConfig> config,
