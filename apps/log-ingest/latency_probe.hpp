@@ -37,8 +37,8 @@ class LatencyProbe {
   LatencyProbe(const LatencyProbe&) = delete;
   LatencyProbe& operator=(const LatencyProbe&) = delete;
 
-  // Rewrites the request path of the access-log `line` to `/latency-probe-NOW`. False when the line has
-  // no request to rewrite (then it is left alone).
+  // Rewrites the request path of the access-log `line` to `/latency-probe-NOW`. False when the line
+  // has no request to rewrite (then it is left alone).
   static bool mark(std::string& line);
 
   LatencyReport finish(std::uint64_t expected, std::chrono::milliseconds wait);

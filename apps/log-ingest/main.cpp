@@ -220,7 +220,8 @@ int main_guarded(int argc, char** argv) {
       "With --to: follow this output file of the service and report the latency from send to "
       "write of the marked messages");
   generate_command
-      ->add_option("--probe-every", load.probe_every, "With --latency: mark one message in this many")
+      ->add_option("--probe-every", load.probe_every,
+                   "With --latency: mark one message in this many")
       ->capture_default_str()
       ->check(CLI::Range(1U, 1000000U));
 

@@ -272,12 +272,11 @@ TEST(LogIngestServeOps, HttpsIngest) {
       fs::temp_directory_path() / ("conveyor-https-certs-" + std::to_string(::getpid()));
   fs::create_directories(certs);
   make_certificates(certs);
-  Service service("https",
-                  ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: 127.0.0.1:0, "
-                                              "tls: {cert: " +
-                                              (certs / "server.pem").string() +
-                                              ", key: " + (certs / "server.key").string() +
-                                              "}}\n"});
+  Service service(
+      "https", ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: 127.0.0.1:0, "
+                                           "tls: {cert: " +
+                                           (certs / "server.pem").string() +
+                                           ", key: " + (certs / "server.key").string() + "}}\n"});
   const std::uint16_t port = service.port("web");
   std::string body;
   for (int i = 0; i < 100; ++i) {
