@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -31,6 +32,7 @@
 #include "conveyor/stages/summary.hpp"
 #include "conveyor/stages/tallies.hpp"
 #include "conveyor/stages/write_stage.hpp"
+#include "json_reference.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -348,7 +350,8 @@ TEST(JsonWriter, EscapesControlBytesAndReplacesInvalidUtf8) {
 }
 
 TEST(JsonWriter, EscapesWhateverWordOfTheStringTheByteFallsIn) {
-  // The escaper skips plain ASCII eight bytes at a time: put each kind of byte at every offset.
+  // The escaper skips plain ASCII sixteen (in the tail, eight) bytes at a time: put each kind of
+  // byte at every offset of both.
   const std::pair<std::string, std::string> cases[] = {{"\"", "\\\""},
                                                        {"\\", "\\\\"},
                                                        {"\n", "\\n"},
@@ -360,15 +363,33 @@ TEST(JsonWriter, EscapesWhateverWordOfTheStringTheByteFallsIn) {
                                                        {"\xe2\x82", "\\ufffd\\ufffd"},
                                                        {" ", " "}};
   for (const auto& [byte, escaped] : cases) {
-    for (std::size_t at = 0; at <= 20; ++at) {
-      const std::string text = std::string(at, 'a') + byte + std::string(20 - at, 'b');
+    for (std::size_t at = 0; at <= 40; ++at) {
+      const std::string text = std::string(at, 'a') + byte + std::string(40 - at, 'b');
       std::string out;
       append_json_string(out, text);
-      EXPECT_EQ(out, '"' + std::string(at, 'a') + escaped + std::string(20 - at, 'b') + '"')
+      EXPECT_EQ(out, '"' + std::string(at, 'a') + escaped + std::string(40 - at, 'b') + '"')
           << "offset " << at;
     }
   }
   EXPECT_EQ(format_time(253402300799), "9999-12-31T23:59:59Z");
+}
+
+// Random strings, mostly plain with the bytes that need a look mixed in, against a byte-at-a-time
+// reference (the fuzzer json_string_fuzzer does the same on any bytes).
+TEST(JsonWriter, EscapesAsAByteAtATimeReferenceDoes) {
+  std::mt19937 random(7);
+  const std::string special =
+      std::string("\"\\\n\r\t\x01\x1f\x7f\x80\xbf\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xff", 20) +
+      std::string(1, '\0');
+  for (int round = 0; round < 20'000; ++round) {
+    std::string text(random() % 100, 'x');
+    for (char& c : text) {
+      if (random() % 8 == 0) c = special[random() % special.size()];
+    }
+    std::string out;
+    append_json_string(out, text);
+    ASSERT_EQ(out, conveyor::testing::reference_json_string(text)) << round;
+  }
 }
 
 TEST(JsonWriter, WritesARecordsFieldsInTheirOrderAndItsExtraFieldsAfter) {
