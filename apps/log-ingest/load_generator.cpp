@@ -3,14 +3,22 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -61,12 +69,65 @@ Target parse_target(const std::string& to) {
   return target;
 }
 
-// One connection's share: makes its lines and sends them in batches, paced to `rate` (0: none).
+// A file mapped into memory, read-only; empty when it is empty. Throws std::runtime_error.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    struct stat status {};
+    if (::fstat(fd, &status) == 0 && status.st_size > 0) {
+      size_ = static_cast<std::size_t>(status.st_size);
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
+    const int error = errno;
+    ::close(fd);
+    if (data_ == MAP_FAILED) {
+      throw std::runtime_error("cannot map '" + path + "': " + std::strerror(error));
+    }
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile() {
+    if (data_ != nullptr) ::munmap(data_, size_);
+  }
+  [[nodiscard]] std::string_view text() const noexcept {
+    return data_ == nullptr ? std::string_view()
+                            : std::string_view(static_cast<char*>(data_), size_);
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// `text` cut into `parts` shares of whole lines, about equal.
+std::vector<std::string_view> shares_of(std::string_view text, unsigned parts) {
+  std::vector<std::string_view> shares;
+  for (unsigned part = parts; part > 0; --part) {
+    std::size_t end = part == 1 ? text.size() : text.size() / part;
+    if (end < text.size()) {
+      const std::size_t lf = text.find('\n', end);
+      end = lf == std::string_view::npos ? text.size() : lf + 1;
+    }
+    shares.push_back(text.substr(0, end));
+    text.remove_prefix(end);
+  }
+  return shares;
+}
+
+// One connection's share: makes its lines (or takes them from `replay`) and sends them in
+// batches, paced to `rate` (0: none).
 class Sender {
  public:
   Sender(const LoadOptions& options, const Target& target, unsigned index, std::uint64_t lines,
-         double rate)
-      : options_(options), target_(target), lines_(lines), rate_(rate), generator_([&] {
+         double rate, std::optional<std::string_view> replay)
+      : options_(options),
+        target_(target),
+        lines_(replay ? UINT64_MAX : lines),
+        rate_(rate),
+        replay_(replay),
+        generator_([&] {
           SampleOptions sample = options.sample;
           sample.lines = lines;
           sample.seed = options.sample.seed + index;
@@ -86,10 +147,12 @@ class Sender {
       tcp.set_option(asio::ip::tcp::no_delay(true));
     }
     const asio::ip::udp::endpoint to(target_.endpoint.address, target_.endpoint.port);
-    const bool syslog = options_.format == "syslog5424";
+    const bool syslog = options_.format == "syslog5424" && !replay_;
     const SyslogFrame frame = target_.udp               ? SyslogFrame::none
                               : options_.octet_counting ? SyslogFrame::octet_counted
                                                         : SyslogFrame::lf;
+    // Lines sent as they are: replayed ones are framed as asked, generated ones end in LF.
+    const SyslogFrame plain_frame = replay_ || target_.udp ? frame : SyslogFrame::lf;
     const Clock::time_point start = Clock::now();
     std::string line;
     std::string batch;
@@ -109,45 +172,82 @@ class Sender {
       due = std::min(due, lines_ - sent);
       const std::string timestamp = syslog ? rfc3339_now() : std::string();
       batch.clear();
-      for (std::uint64_t i = 0; i < due; ++i) {
-        line.clear();
-        if (!generator_.next(line)) break;
-        line.pop_back();  // its LF
-        if (probe_ && (sent + i) % options_.probe_every == 0 && LatencyProbe::mark(line)) {
-          ++marks_;
+      std::uint64_t made = 0;
+      for (; made < due; ++made) {
+        std::string_view text;
+        if (replay_) {
+          if (!next_replayed(text)) break;
+          if (probe_ && (sent + made) % options_.probe_every == 0) {
+            line.assign(text);
+            if (LatencyProbe::mark(line)) {
+              ++marks_;
+              text = line;
+            }
+          }
+        } else {
+          line.clear();
+          if (!generator_.next(line)) break;
+          line.pop_back();  // its LF
+          if (probe_ && (sent + made) % options_.probe_every == 0 && LatencyProbe::mark(line)) {
+            ++marks_;
+          }
+          text = line;
         }
         const std::size_t start_of_message = batch.size();
         if (syslog) {
-          append_syslog5424(batch, line, sent + i, timestamp, frame);
+          append_syslog5424(batch, text, sent + made, timestamp, frame);
         } else {
-          batch.append(line);
-          if (!target_.udp) batch.push_back('\n');
+          append_framed(batch, text, plain_frame);
         }
         if (target_.udp) {
           udp.send_to(
               asio::buffer(batch.data() + start_of_message, batch.size() - start_of_message), to);
         }
       }
-      if (!target_.udp) asio::write(tcp, asio::buffer(batch));
+      if (!target_.udp && !batch.empty()) asio::write(tcp, asio::buffer(batch));
       bytes += batch.size();
-      sent += due;
+      sent += made;
+      if (made < due) break;  // the lines ran out
     }
+    sent_ = sent;
     return bytes;
   }
+
+  [[nodiscard]] std::uint64_t sent() const { return sent_; }
 
   [[nodiscard]] std::uint64_t marks() const { return marks_; }
 
  private:
+  // The next non-empty line of the replayed share, without its LF; false at its end.
+  bool next_replayed(std::string_view& text) {
+    while (!replay_->empty()) {
+      const std::size_t lf = replay_->find('\n');
+      text = replay_->substr(0, lf);
+      replay_->remove_prefix(lf == std::string_view::npos ? replay_->size() : lf + 1);
+      if (!text.empty()) return true;
+    }
+    return false;
+  }
+
   const LoadOptions& options_;
   Target target_;
   std::uint64_t lines_;
   double rate_;
+  std::optional<std::string_view> replay_;
+  std::uint64_t sent_ = 0;
   bool probe_ = !options_.latency_file.empty() && options_.probe_every > 0;
   std::uint64_t marks_ = 0;
   SampleGenerator generator_;
 };
 
 }  // namespace
+
+void append_framed(std::string& out, std::string_view message, SyslogFrame frame) {
+  if (frame == SyslogFrame::octet_counted)
+    out.append(std::to_string(message.size())).push_back(' ');
+  out.append(message);
+  if (frame == SyslogFrame::lf) out.push_back('\n');
+}
 
 void append_syslog5424(std::string& out, std::string_view line, std::uint64_t number,
                        std::string_view timestamp, SyslogFrame frame) {
@@ -173,7 +273,19 @@ int send_load(const LoadOptions& options) {
   }
   const unsigned connections = std::max(1U, options.connections);
   const std::uint64_t lines = options.sample.lines;
+  std::optional<MappedFile> replayed;
+  std::vector<std::string_view> shares;
+  if (!options.from.empty()) {
+    try {
+      replayed.emplace(options.from);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "log-ingest: --from: %s\n", error.what());
+      return 1;
+    }
+    shares = shares_of(replayed->text(), connections);
+  }
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> messages{0};
   std::atomic<std::uint64_t> marks{0};
   std::atomic<bool> failed{false};
   std::optional<LatencyProbe> probe;
@@ -191,8 +303,10 @@ int send_load(const LoadOptions& options) {
       const std::uint64_t share = lines / connections + (c < lines % connections ? 1 : 0);
       threads.emplace_back([&, c, share] {
         try {
-          Sender sender(options, target, c, share, options.rate / connections);
+          Sender sender(options, target, c, share, options.rate / connections,
+                        replayed ? std::optional<std::string_view>(shares[c]) : std::nullopt);
           bytes.fetch_add(sender.run(), std::memory_order_relaxed);
+          messages.fetch_add(sender.sent(), std::memory_order_relaxed);
           marks.fetch_add(sender.marks(), std::memory_order_relaxed);
         } catch (const std::exception& error) {
           if (!failed.exchange(true, std::memory_order_relaxed)) {
@@ -204,13 +318,14 @@ int send_load(const LoadOptions& options) {
     }
   }
   if (failed.load(std::memory_order_relaxed)) return 1;
+  const std::uint64_t sent = messages.load(std::memory_order_relaxed);
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::fprintf(stderr,
                "log-ingest: sent %llu messages (%.1f MB) to %s over %u connections in %.2f s: "
                "%.0f messages/s\n",
-               static_cast<unsigned long long>(lines),
+               static_cast<unsigned long long>(sent),
                static_cast<double>(bytes.load(std::memory_order_relaxed)) / 1e6, options.to.c_str(),
-               connections, seconds, static_cast<double>(lines) / std::max(seconds, 1e-9));
+               connections, seconds, static_cast<double>(sent) / std::max(seconds, 1e-9));
   if (!probe) return 0;
   const std::uint64_t expected = marks.load(std::memory_order_relaxed);
   const LatencyReport report = probe->finish(expected, std::chrono::seconds(10));

@@ -10,6 +10,11 @@
 // Over UDP each message is one datagram. Each connection sends its share of `lines` at its share
 // of `rate`, from a generator seeded apart from the others.
 //
+// With `from`, the lines of that file are sent instead, each as one message as it is (framed by
+// `octet_counting` over TCP), the file cut into one share of whole lines per connection. The
+// file is mapped, not read first, so that sending starts at once: benchmarks render their
+// messages beforehand and time only the sending. `latency_file` marks replayed lines as well.
+//
 // With `latency_file`, one message in `probe_every` carries its send time, and `send_load` reports
 // the quantiles of the time until its line appears in that file (latency_probe.hpp).
 //
@@ -32,6 +37,7 @@ struct LoadOptions {
   std::string format = "syslog5424";  // syslog5424, combined or json
   bool octet_counting = true;         // syslog5424 over TCP: octet-counted frames, else LF
   SampleOptions sample;               // lines, seed and profile; `format` follows `format`
+  std::string from;                   // if set, send this file's lines instead (framed as asked)
   std::string latency_file;           // if set, measure send-to-write latency (latency_probe.hpp)
   unsigned probe_every = 100;         // with latency_file: mark one message in this many
 };
@@ -43,5 +49,7 @@ int send_load(const LoadOptions& options);
 enum class SyslogFrame { none, octet_counted, lf };
 void append_syslog5424(std::string& out, std::string_view line, std::uint64_t number,
                        std::string_view timestamp, SyslogFrame frame);
+// Appends `message` as it is, framed as asked.
+void append_framed(std::string& out, std::string_view message, SyslogFrame frame);
 
 }  // namespace conveyor::log_ingest

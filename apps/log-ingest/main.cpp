@@ -215,6 +215,9 @@ int main_guarded(int argc, char** argv) {
   generate_command->add_option("--framing", framing, "With --to tcp:// and syslog5424: octet or lf")
       ->capture_default_str()
       ->check(CLI::IsMember({"octet", "lf"}));
+  generate_command->add_option("--from", load.from,
+                               "With --to: send this file's lines, each one message, instead of "
+                               "generating them (framed by --framing over TCP)");
   generate_command->add_option(
       "--latency", load.latency_file,
       "With --to: follow this output file of the service and report the latency from send to "

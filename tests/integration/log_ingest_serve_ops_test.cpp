@@ -609,7 +609,8 @@ TEST(LogIngestServeOps, SummaryHasTheTotalsAndTheWindows) {
 #endif
 
 // `generate --to` sends every line it says it sent: over several TCP connections, octet-counted
-// and LF-framed, paced, and each is written as a syslog record from nginx.
+// and LF-framed, paced, replayed from a file, and marked for latency; each is written as a syslog
+// record.
 TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
   conveyor::testing::Watchdog watchdog(120s);
   Service service("generate", "");
@@ -623,6 +624,22 @@ TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
   EXPECT_EQ(generate({"--lines", "1000", "--framing", "lf", "--rate", "20000"}), 0);
   EXPECT_NE(read_file(service.dir() / "generate.txt").find("sent 1000 messages"),
             std::string::npos);
+  // --from: a file's lines as they are (an empty one is skipped), octet-counted.
+  {
+    std::ofstream messages(service.dir() / "messages.txt");
+    for (int i = 0; i < 500; ++i)
+      messages << syslog_message(name("replayed-", i)) << (i == 250 ? "\n\n" : "\n");
+  }
+  EXPECT_EQ(generate({"--from", (service.dir() / "messages.txt").string(), "--connections", "4"}),
+            0);
+  EXPECT_NE(read_file(service.dir() / "generate.txt").find("sent 500 messages"), std::string::npos);
+  // --latency: one message in 10 marked, and every mark found in the records file.
+  EXPECT_EQ(generate({"--lines", "2000", "--rate", "20000", "--probe-every", "10", "--latency",
+                      service.records().string()}),
+            0);
+  EXPECT_NE(read_file(service.dir() / "generate.txt").find(": 200 of 200 marks, p50 "),
+            std::string::npos)
+      << read_file(service.dir() / "generate.txt");
   {
     conveyor::testing::ChildProcess bad({CONVEYOR_LOG_INGEST, "generate", "--to", "ftp://x:1"},
                                         (service.dir() / "bad.txt").string());
@@ -632,10 +649,14 @@ TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
   }
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
   const auto counts = accounting(service.log(), "drained");
-  EXPECT_EQ(counts.at("received"), 4000U) << service.log();
-  EXPECT_EQ(counts.at("written"), 4000U);
+  EXPECT_EQ(counts.at("received"), 6500U) << service.log();
+  EXPECT_EQ(counts.at("written"), 6500U);
   const std::vector<std::string> records = lines_of(service.records());
-  ASSERT_EQ(records.size(), 4000U);
+  ASSERT_EQ(records.size(), 6500U);
+  std::set<std::string> replayed;
+  for (const std::string& record : records)
+    if (message_of(record).starts_with("replayed-")) replayed.insert(message_of(record));
+  EXPECT_EQ(replayed.size(), 500U);
   EXPECT_NE(records.front().find(R"("program":"nginx")"), std::string::npos) << records.front();
 }
 
