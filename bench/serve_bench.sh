@@ -5,9 +5,10 @@
 #
 #   bench/serve_bench.sh [--messages 1000000] [--rounds 3] [--connections 8] [--work DIR]
 #
-# Needs the release build (cmake --workflow --preset release). The load is `log-ingest generate
-# --to` (the sample's realistic access-log lines as nginx sends them to syslog), as fast as each
-# service takes it, the same bytes for every service. Each run starts the service, sends
+# Needs the release build (cmake --workflow --preset release). The load is the sample's realistic
+# access-log lines as nginx sends them to syslog, rendered to a file once (`log-ingest generate
+# --format syslog5424`) and sent by `log-ingest generate --to --from FILE`, as fast as each service
+# takes it: the same bytes for every service, and no rendering on the cores they share. Each run starts the service, sends
 # --messages, and waits until its output file holds every one of them (the line count is checked;
 # a run that loses messages fails). Peers, in their own work directory:
 #   - rsyslog: imptcp, the default RFC 5424 parser, a JSON list template, omfile. Debian's
@@ -18,6 +19,13 @@
 # Rounds alternate the services, and the table gives each one's medians: messages/s and MB/s
 # (from the first message sent to the last line written, within one 0.02 s poll), the CPU seconds
 # the service used per million messages, and its peak RSS.
+#
+# Then latency: each service is sent the same messages at half its own median messages/s, one in
+# 100 marked with the time it was sent (`generate --latency`), and the generator follows the
+# output file for the marks. The second table gives the medians over the
+# rounds of each quantile of the time from send to write.
+#
+# The script exits 1 if any run failed: messages lost, or a service that did not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +36,10 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --connections) connections=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    *) echo "usage: $0 [--messages N] [--rounds N] [--connections N] [--work DIR]" >&2; exit 2 ;;
+    *)
+      echo "usage: $0 [--messages N] [--rounds N] [--connections N] [--work DIR]" >&2
+      exit 2
+      ;;
   esac
 done
 app=$PWD/build/release/apps/log-ingest/log-ingest
@@ -87,21 +98,36 @@ cpu_seconds() {
   awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"
 }
 
+# Waits up to 10 s for the port to open.
+wait_for_port() {
+  for _ in $(seq 200); do
+    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && return 0
+    sleep 0.05
+  done
+}
+
+# Stops process $1. It is not this shell's child (it was started in $(...)): wait for it to be
+# gone, so that the next service can bind the port.
+stop() {
+  kill -TERM "$1" 2> /dev/null || true
+  for _ in $(seq 600); do
+    kill -0 "$1" 2> /dev/null || break
+    sleep 0.05
+  done
+}
+
 # One run of service $1: prints "seconds cpu_seconds peak_rss_kib".
 run_once() {
   local service=$1 out=$work/$1.jsonl
   rm -f "$out"
   local pid
   pid=$(start "$service" "$out")
-  for _ in $(seq 200); do  # up to 10 s for the port to open
-    (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && break
-    sleep 0.05
-  done
+  wait_for_port
   local cpu_before
   cpu_before=$(cpu_seconds "$pid")
   local start_time=$EPOCHREALTIME
-  "$app" generate --to "tcp://127.0.0.1:$port" --lines "$messages" --connections "$connections" \
-    --profile realistic --seed 42 2> "$work/$service/generate.log"
+  "$app" generate --to "tcp://127.0.0.1:$port" --from "$work/messages.txt" \
+    --connections "$connections" 2> "$work/$service/generate.log"
   # Done when the file holds every message; the time is that of the last growth seen.
   local size=-1 last=$start_time lines=0 deadline
   deadline=$(awk -v s="$start_time" 'BEGIN { printf "%.6f", s + 600 }')
@@ -127,13 +153,7 @@ run_once() {
   local cpu_after rss
   cpu_after=$(cpu_seconds "$pid")
   rss=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
-  # Not this shell's child (it was started in $(...)): wait for it to be gone, so that the next
-  # service can bind the port.
-  kill -TERM "$pid" 2> /dev/null || true
-  for _ in $(seq 600); do
-    kill -0 "$pid" 2> /dev/null || break
-    sleep 0.05
-  done
+  stop "$pid"
   if [ "$lines" -ne "$messages" ]; then
     echo "$service: $lines lines written for $messages messages sent" >&2
     return 1
@@ -142,17 +162,59 @@ run_once() {
     'BEGIN { printf "%.4f %.3f %d\n", b - a, d - c, r }'
 }
 
+# One latency run of service $1 at $2 messages/s: prints "p50 p99 p99.9 max" in milliseconds.
+latency_once() {
+  local service=$1 rate=$2 out=$work/$1.jsonl
+  rm -f "$out"
+  local pid
+  pid=$(start "$service" "$out")
+  wait_for_port
+  local status=0
+  "$app" generate --to "tcp://127.0.0.1:$port" --rate "$rate" --from "$work/messages.txt" \
+    --connections "$connections" --latency "$out" 2> "$work/$service/latency.log" || status=$?
+  stop "$pid"
+  if [ "$status" -ne 0 ]; then
+    echo "$service: the latency run failed; see $work/$service/latency.log" >&2
+    return 1
+  fi
+  sed -n 's/.* p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, p99.9 \([0-9.]*\) ms, max \([0-9.]*\) ms$/\1 \2 \3 \4/p' \
+    "$work/$service/latency.log"
+}
+
+failures=0
 services=(log-ingest)
 [ -n "$rsyslogd" ] && services+=(rsyslog)
 [ -n "$syslog_ng" ] && services+=(syslog-ng)
-bytes=$("$app" generate --format syslog5424 --lines "$messages" --profile realistic --seed 42 | wc -c)
+# The messages, rendered once before any timing: the generator then only sends them.
+"$app" generate --format syslog5424 --lines "$messages" --profile realistic --seed 42 \
+  -o "$work/messages.txt"
+bytes=$(stat -c %s "$work/messages.txt")
 for round in $(seq "$rounds"); do
   for service in "${services[@]}"; do
     if result=$(run_once "$service"); then
       echo "$service $result" >> "$work/results.$$"
+    else
+      failures=$((failures + 1))
     fi
   done
   echo "round $round of $rounds done" >&2
+done
+
+# Latency, at half of each service's median messages/s.
+rm -f "$work/latency.$$"
+for round in $(seq "$rounds"); do
+  for service in "${services[@]}"; do
+    seconds=$({ grep "^$service " "$work/results.$$" || true; } | sort -k2 -n |
+      awk '{ s[NR] = $2 } END { if (NR) print s[int((NR + 1) / 2)] }')
+    [ -n "$seconds" ] || continue
+    rate=$(awk -v m="$messages" -v s="$seconds" 'BEGIN { printf "%d", m / s / 2 }')
+    if result=$(latency_once "$service" "$rate"); then
+      echo "$service $rate $result" >> "$work/latency.$$"
+    else
+      failures=$((failures + 1))
+    fi
+  done
+  echo "latency round $round of $rounds done" >&2
 done
 
 printf '%s\n' "machine: $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
@@ -172,4 +234,25 @@ for service in "${services[@]}"; do
         c[i] / m * 1e6, r[i] / 1024
     }'
 done
-rm -f "$work/results.$$"
+echo
+printf '| service | messages/s (half its maximum) | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) |\n'
+printf '| --- | --- | --- | --- | --- | --- |\n'
+for service in "${services[@]}"; do
+  { grep "^$service " "$work/latency.$$" || true; } |
+    awk -v name="$service" '
+    function median(column,   n, i, j, t, v) {
+      n = 0
+      for (i = 1; i <= NR; ++i) v[++n] = row[i, column]
+      for (i = 2; i <= n; ++i) for (j = i; j > 1 && v[j - 1] > v[j]; --j) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      return v[int((n + 1) / 2)]
+    }
+    { for (c = 2; c <= 6; ++c) row[NR, c] = $c }
+    END {
+      if (NR == 0) { printf "| %s | failed | | | | |\n", name; exit }
+      printf "| %s | %d | %.2f | %.2f | %.2f | %.2f |\n", name, median(2), median(3), median(4),
+        median(5), median(6)
+    }'
+done
+rm -f "$work/results.$$" "$work/latency.$$" "$work/messages.txt"
+# A run that lost messages, or a service that would not run, fails the script (after the tables).
+[ "$failures" -eq 0 ]
