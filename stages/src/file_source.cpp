@@ -14,6 +14,7 @@
 
 #include "byte_stream.hpp"
 #include "conveyor/stages/detect.hpp"
+#include "line_assembler.hpp"
 
 namespace conveyor::stages {
 
@@ -26,16 +27,15 @@ std::string describe_errno(const std::string& path, int error) {
 }  // namespace
 
 struct FileSource::Open {
+  Open(std::size_t max_line_length) : assembler(max_line_length) {}
+
   std::shared_ptr<Input> input;
   std::unique_ptr<detail::ByteStream> stream;
-  std::string carry;                   // the start of a line whose end has not been read yet
-  bool skipping = false;               // inside an overlong line, dropping its bytes
-  OverlongLine pending;                // that line
-  std::vector<OverlongLine> overlong;  // finished overlong lines, for the next chunk
-  std::uint64_t line = 1;              // number of the line that starts at `offset`
-  std::uint64_t offset = 0;            // decompressed offset of the first byte not yet handed out
+  detail::LineAssembler assembler;
   bool eof = false;
 };
+
+static_assert(FileSource::overlong_head == detail::LineAssembler::overlong_head);
 
 FileSource::FileSource(std::vector<std::string> paths, FileSourceOptions options)
     : paths_(std::move(paths)), options_(options) {
@@ -86,7 +86,7 @@ bool FileSource::open_next() {
     ::close(fd);
     throw;
   }
-  auto open = std::make_unique<Open>();
+  auto open = std::make_unique<Open>(options_.max_line_length);
   open->stream = std::move(stream);
   open->input = std::make_shared<Input>(Input{path, next_path_, options_.format, false});
   current_ = std::move(open);
@@ -98,32 +98,12 @@ void FileSource::close_current() noexcept {
   current_.reset();
 }
 
-std::optional<Chunk> FileSource::finish_input() {
+Chunk FileSource::hand_out(Chunk chunk) {
   Open& in = *current_;
-  Chunk chunk;
-  if (in.skipping) {
-    in.overlong.push_back(std::move(in.pending));
-    in.skipping = false;
-    ++in.line;
-  } else if (in.carry.size() > options_.max_line_length) {
-    in.overlong.push_back(
-        OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head)});
-    ++in.line;
-  } else if (in.stream->cancelled() && !in.carry.empty()) {
-    // Reading stopped before this line's end: it is not parsed as if it were whole.
-    in.overlong.push_back(
-        OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head), true});
-    ++in.line;
-  } else {
-    chunk.text = std::move(in.carry);
+  if (in.input->format == Format::auto_detect && !chunk.text.empty()) {
+    in.input->format = detect_format(chunk.text);
   }
-  if (chunk.text.empty() && in.overlong.empty()) return std::nullopt;
-  chunk.text.reserve(chunk.text.size() + read_ahead_padding);
-  if (in.input->format == Format::auto_detect) in.input->format = detect_format(chunk.text);
   chunk.input = in.input;
-  chunk.first_line = in.line;
-  chunk.offset = in.offset;
-  chunk.overlong = std::move(in.overlong);
   return chunk;
 }
 
@@ -132,79 +112,27 @@ std::optional<Chunk> FileSource::next() {
     if (!current_ && !open_next()) return std::nullopt;
     Open& in = *current_;
     if (in.eof) {
-      std::optional<Chunk> last = finish_input();
+      std::optional<detail::Cut> last = in.assembler.finish(in.stream->cancelled());
+      std::optional<Chunk> chunk;
+      if (last) chunk = hand_out(std::move(last->chunk));
       bytes_done_ += in.stream->raw_bytes();
       bytes_read_.store(bytes_done_, std::memory_order_relaxed);
       close_current();
-      if (last) return last;
+      if (chunk) return chunk;
       continue;
     }
 
-    std::string buffer = std::move(in.carry);
-    in.carry.clear();
-    const std::size_t kept = buffer.size();
-    // With the padding reserved now, handing the chunk out below never moves its text.
-    buffer.reserve(kept + options_.chunk_size + read_ahead_padding);
-    buffer.resize(kept + options_.chunk_size);
+    std::size_t kept = 0;
+    std::string buffer = in.assembler.buffer(options_.chunk_size, kept);
     const std::size_t got = in.stream->read(buffer.data() + kept, options_.chunk_size);
     buffer.resize(kept + got);
     in.input->gzip = in.stream->gzip();
     bytes_read_.store(bytes_done_ + in.stream->raw_bytes(), std::memory_order_relaxed);
-    if (got == 0) {
-      // The end of the input, or a cancel: what was read so far is handed out either way.
-      in.eof = true;
-      in.carry = std::move(buffer);
-      continue;
-    }
-
-    std::size_t start = 0;
-    if (in.skipping) {
-      const std::size_t newline = buffer.find('\n');
-      const std::size_t upto = newline == std::string::npos ? buffer.size() : newline;
-      // The head may still be short of overlong_head when the limit is lower than that.
-      if (in.pending.head.size() < overlong_head) {
-        in.pending.head.append(buffer, 0, std::min(upto, overlong_head - in.pending.head.size()));
-      }
-      in.pending.length += upto;
-      if (newline == std::string::npos) {
-        in.offset += buffer.size();
-        continue;
-      }
-      in.overlong.push_back(std::move(in.pending));
-      in.skipping = false;
-      ++in.line;
-      in.offset += upto + 1;
-      start = upto + 1;
-    }
-
-    const std::size_t last = buffer.rfind('\n');
-    const std::size_t whole_end = last == std::string::npos || last < start ? start : last + 1;
-    in.carry.assign(buffer, whole_end, std::string::npos);
-    buffer.resize(whole_end);
-    if (start > 0) buffer.erase(0, start);
-
-    Chunk chunk;
-    chunk.first_line = in.line;
-    chunk.offset = in.offset;
-    in.line += static_cast<std::uint64_t>(std::count(buffer.begin(), buffer.end(), '\n'));
-    in.offset += buffer.size();
-    if (in.carry.size() > options_.max_line_length) {
-      in.pending =
-          OverlongLine{in.line, in.offset, in.carry.size(), in.carry.substr(0, overlong_head)};
-      in.skipping = true;
-      in.offset += in.carry.size();
-      in.carry.clear();
-    }
-    chunk.text = std::move(buffer);
-    chunk.text.reserve(chunk.text.size() + read_ahead_padding);
-    chunk.overlong = std::move(in.overlong);
-    in.overlong.clear();
-    if (chunk.text.empty() && chunk.overlong.empty()) continue;
-    if (in.input->format == Format::auto_detect && !chunk.text.empty()) {
-      in.input->format = detect_format(chunk.text);
-    }
-    chunk.input = in.input;
-    return chunk;
+    // At the end of the input (or a cancel) this only carries the last line again: finish()
+    // hands it out next.
+    std::optional<detail::Cut> cut = in.assembler.cut(std::move(buffer));
+    if (got == 0) in.eof = true;
+    if (cut) return hand_out(std::move(cut->chunk));
   }
 }
 

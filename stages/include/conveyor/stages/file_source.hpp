@@ -77,7 +77,7 @@ class FileSource {
   struct Open;
   bool open_next();
   void close_current() noexcept;
-  std::optional<Chunk> finish_input();
+  Chunk hand_out(Chunk chunk);
 
   std::vector<std::string> paths_;
   FileSourceOptions options_;
