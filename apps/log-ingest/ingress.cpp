@@ -53,7 +53,7 @@ std::optional<stages::Chunk> Ingress::pop() {
   }
   if (!positioned) {
     chunk.first_line = 0;
-    chunk.offset = 0;
+    chunk.offset = stages::unknown_offset;
   }
   return chunk;
 }

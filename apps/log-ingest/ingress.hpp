@@ -20,7 +20,7 @@
 //   up to `join_bytes` of text, in their order. Under load the queue holds one small chunk per
 //   read of each connection, and each would otherwise cost the pipeline a hand-off. A joined
 //   chunk keeps its line numbers when its parts follow each other on one stream; otherwise its
-//   positions are unknown (first_line 0).
+//   positions are unknown (first_line 0, offset unknown_offset).
 // - Counters are relaxed atomics: totals for metrics, read at any time from any thread.
 #pragma once
 

@@ -101,6 +101,8 @@ enum class FieldId {
   timestamp,  // the time as written in the input; only when asked for
   input,      // the input's name; only when asked for
   line,       // the line number; only when asked for
+  file,       // a tailed file's path; by default for tailed files
+  offset,     // the line's offset in that file; by default for tailed files
   none,       // not one of these: an extra field of a JSON line, or nothing
 };
 
@@ -108,7 +110,8 @@ constexpr std::string_view field_keys[] = {
     ",\"time\":",     ",\"host\":",      ",\"user\":",     ",\"method\":",   ",\"path\":",
     ",\"protocol\":", ",\"status\":",    ",\"bytes\":",    ",\"referrer\":", ",\"agent\":",
     ",\"duration\":", ",\"facility\":",  ",\"severity\":", ",\"program\":",  ",\"pid\":",
-    ",\"message\":",  ",\"timestamp\":", ",\"input\":",    ",\"line\":"};
+    ",\"message\":",  ",\"timestamp\":", ",\"input\":",    ",\"line\":",     ",\"file\":",
+    ",\"offset\":"};
 constexpr FieldId last_default_field = FieldId::message;
 
 // "time" of `,"time":`
@@ -125,7 +128,7 @@ FieldId field_id(std::string_view name) noexcept {
 
 // Writes the field `id` if the record has it.
 void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& input,
-                 std::uint64_t line) {
+                 std::uint64_t line, std::uint64_t offset) {
   const std::string_view key = field_keys[static_cast<std::size_t>(id)];
   std::string& out = w.out();
   const auto text = [&](std::string_view value) {
@@ -204,6 +207,12 @@ void write_field(ObjectWriter& w, FieldId id, const Record& r, const Input& inpu
       break;
     case FieldId::line:
       number(static_cast<std::int64_t>(line), line != 0);
+      break;
+    case FieldId::file:
+      text(input.file);
+      break;
+    case FieldId::offset:
+      number(static_cast<std::int64_t>(offset), !input.file.empty() && offset != unknown_offset);
       break;
     case FieldId::none:
       break;
@@ -374,17 +383,21 @@ std::string format_time(std::int64_t seconds) {
 }
 
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
-                   const Projection& projection) {
+                   const Projection& projection, std::uint64_t offset) {
   ObjectWriter w(out);
   if (projection.fields.empty()) {
     for (std::size_t i = 0; i <= static_cast<std::size_t>(last_default_field); ++i)
-      write_field(w, static_cast<FieldId>(i), record, input, line);
+      write_field(w, static_cast<FieldId>(i), record, input, line, offset);
+    if (!input.file.empty()) {
+      write_field(w, FieldId::file, record, input, line, offset);
+      write_field(w, FieldId::offset, record, input, line, offset);
+    }
     for (const Field& field : record.extra)
       write_extra(w, field);
   } else {
     for (const std::string& name : projection.fields) {
       if (const FieldId id = field_id(name); id != FieldId::none) {
-        write_field(w, id, record, input, line);
+        write_field(w, id, record, input, line, offset);
         continue;
       }
       for (const Field& field : record.extra) {
@@ -406,6 +419,8 @@ void append_dead_letter(std::string& out, const Input& input, std::uint64_t line
   if (line != 0) {
     w.plain_key(",\"line\":");
     append_number(out, static_cast<std::int64_t>(line));
+  }
+  if (offset != unknown_offset) {
     w.plain_key(",\"offset\":");
     append_number(out, static_cast<std::int64_t>(offset));
   }

@@ -83,10 +83,13 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
       }
     }
     const std::uint64_t number = in.first_line == 0 ? 0 : in.first_line + index;
+    const std::uint64_t offset =
+        in.offset == unknown_offset
+            ? unknown_offset
+            : in.offset + static_cast<std::uint64_t>(line.data() - text.data());
     if (error != nullptr) {
       counts.reject(error);
       if (config.write_dead_letters) {
-        const auto offset = in.offset + static_cast<std::uint64_t>(line.data() - text.data());
         append_dead_letter(batch.dead_letters, input, number, offset, error, line.size(),
                            line.substr(0, std::min(line.size(), config.max_line_length)));
       }
@@ -98,7 +101,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
     }
     ++counts.records;
     if (config.write_records) {
-      append_record(batch.output, record, input, number, config.projection);
+      append_record(batch.output, record, input, number, config.projection, offset);
     }
     if (summary != nullptr) {
       summary->add(record);

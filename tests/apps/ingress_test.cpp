@@ -156,6 +156,7 @@ TEST(Ingress, JoinsTheChunksOfSeveralStreamsWithoutPositions) {
   ASSERT_TRUE(chunk.has_value());
   EXPECT_EQ(chunk->text, "a\nx\nb\n");
   EXPECT_EQ(chunk->first_line, 0U);
+  EXPECT_EQ(chunk->offset, conveyor::stages::unknown_offset);
 }
 
 TEST(Ingress, JoinsNeitherOtherInputsNorDeadLettersNorPastItsSize) {

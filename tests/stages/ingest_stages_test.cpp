@@ -440,14 +440,26 @@ TEST(JsonWriter, WritesADeadLetterWithItsPlaceReasonAndRawText) {
 TEST(JsonWriter, AnUnknownPlaceIsLeftOut) {
   const Input input{"tcp", 0, Format::combined, false};
   std::string out;
-  append_dead_letter(out, input, 0, 0, "bad", 3, "xyz");
+  append_dead_letter(out, input, 0, conveyor::stages::unknown_offset, "bad", 3, "xyz");
   EXPECT_EQ(out, R"({"input":"tcp","reason":"bad","length":3,"raw":"xyz"})"
                  "\n");
   out.clear();
   Record record;
   record.status = 200;
-  append_record(out, record, input, 0, Projection{{"status", "line"}});
+  append_record(out, record, input, 0, Projection{{"status", "line", "offset"}}, 10);
   EXPECT_EQ(out, R"({"status":200})"
+                 "\n");
+  // A tailed file's record says where it was read, and a dead letter its offset alone when its
+  // line number is unknown.
+  Input tailed = input;
+  tailed.file = "/var/log/app.log";
+  out.clear();
+  append_record(out, record, tailed, 0, Projection{}, 120);
+  EXPECT_EQ(out, R"({"status":200,"file":"/var/log/app.log","offset":120})"
+                 "\n");
+  out.clear();
+  append_dead_letter(out, tailed, 0, 120, "bad", 3, "xyz");
+  EXPECT_EQ(out, R"({"input":"tcp","offset":120,"reason":"bad","length":3,"raw":"xyz"})"
                  "\n");
 }
 

@@ -18,7 +18,11 @@ struct Input {
   std::size_t index = 0;                // position on the command line
   Format format = Format::auto_detect;  // resolved from the first chunk when auto
   bool gzip = false;
+  std::string file{};  // a tailed file: records carry it ("file") with their offset
 };
+
+// An offset that is not known (Chunk::offset, OverlongLine::offset).
+inline constexpr std::uint64_t unknown_offset = UINT64_MAX;
 
 // A line the source dropped because it was longer than the limit: only its beginning is kept, so
 // memory stays bounded however long the line is.
@@ -40,8 +44,9 @@ struct Chunk {
   // `read_ahead_padding` bytes of capacity after them, for parsers that read ahead (simdjson).
   std::string text;
   // 1-based number of text's first line in its input, and the byte offset of text in the
-  // (decompressed) input. A first_line of 0 means the positions are unknown (a chunk that joins
-  // the lines of several streams of one input); records and dead letters then carry none.
+  // (decompressed) input. A first_line of 0 means line numbers are unknown (a tailed file resumed
+  // from a checkpoint), an offset of unknown_offset that offsets are (a chunk that joins the lines
+  // of several streams of one input); records and dead letters then leave them out.
   std::uint64_t first_line = 1;
   std::uint64_t offset = 0;
   std::vector<OverlongLine> overlong;  // dropped just before this chunk's text

@@ -19,19 +19,20 @@ void append_json_string(std::string& out, std::string_view text);
 
 // The fields a record is written with, in order (`--fields`); empty means every field it has.
 // Known names: time, timestamp, host, user, method, path, protocol, status, bytes, referrer,
-// agent, duration, facility, severity, program, pid, message, input, line; any other name is a
-// field that the format kept.
+// agent, duration, facility, severity, program, pid, message, input, line, file, offset; any
+// other name is a field that the format kept.
 struct Projection {
   std::vector<std::string> fields;
 };
 
 // Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text. A `line` of 0
-// (unknown) is left out.
+// (unknown) is left out. A tailed file's records (Input::file) also carry "file" and "offset" by
+// default, the offset where it is known.
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
-                   const Projection& projection);
+                   const Projection& projection, std::uint64_t offset = unknown_offset);
 
 // Appends one dead-letter line: {"input","line","offset","reason","length","raw"}; without "line"
-// and "offset" when `line` is 0 (unknown).
+// when it is 0, without "offset" when it is unknown_offset.
 void append_dead_letter(std::string& out, const Input& input, std::uint64_t line,
                         std::uint64_t offset, std::string_view reason, std::uint64_t length,
                         std::string_view raw);
