@@ -37,8 +37,9 @@ std::optional<stages::Chunk> Ingress::pop() {
     std::optional<Delivery> more = queue_.try_pop();
     if (!more) break;
     // Dead letters come before a chunk's text, so a chunk that has some starts a new one.
-    if (more->chunk.input != chunk.input || !more->chunk.overlong.empty() ||
-        chunk.text.size() + more->chunk.text.size() > join_bytes_) {
+    // A chunk with a token is not joined: its token must go on with its own text.
+    if (more->chunk.input != chunk.input || !more->chunk.overlong.empty() || !chunk.ack.empty() ||
+        !more->chunk.ack.empty() || chunk.text.size() + more->chunk.text.size() > join_bytes_) {
       next_ = std::move(more);
       break;
     }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/framework/ack.hpp"
 #include "conveyor/stages/record.hpp"
 
 namespace conveyor::stages {
@@ -50,6 +51,9 @@ struct Chunk {
   std::uint64_t first_line = 1;
   std::uint64_t offset = 0;
   std::vector<OverlongLine> overlong;  // dropped just before this chunk's text
+  // Settled once every record of the chunk is done with (a tailed file's checkpoint waits for it):
+  // the batch parsed from it holds the chunk until it is destroyed.
+  AckToken ack{};
 };
 
 }  // namespace conveyor::stages

@@ -1,0 +1,118 @@
+// FileTailer: follows the files that globs name, across rotation, truncation and restarts, and
+// cuts what is appended to them into chunks that carry acknowledgement tokens.
+//
+//   FileTailer tailer(options, input, checkpoint.load().entries);
+//   for (;;) {
+//     tailer.poll([&](Chunk chunk) { return push(std::move(chunk)); });
+//     if (due) checkpoint.save(tailer.checkpoint());
+//   }
+//
+// - Discovery: `include` and `exclude` globs (PathGlob, with `**`), looked for every
+//   `glob_interval` or when `rescan()` asks. A file found at the first look starts at its
+//   beginning, or its end with `start_at_end`; a file found later always at its beginning.
+// - Identity: device and inode, with a hash of the file's first line or first
+//   `fingerprint_bytes`, whichever is shorter. A file with neither yet is identified once it has.
+//   A reused inode with other first bytes is a new file.
+// - Rotation by rename: a file whose path now names another file (or nothing) is read to its end
+//   and released once it has been idle for `rotate_wait`; the file now at the path is new.
+// - copytruncate: a file shorter than what was read, or whose first bytes changed, was truncated:
+//   it is read again from 0. A file whose first bytes are those of the truncated one (its copy)
+//   goes on from where the truncated one was; if none appears within `rotate_wait`, the bytes
+//   known to have been there unread are counted as lost (`lost_truncated_bytes`).
+// - Partial lines are held until their newline, or handed out after `partial_line_timeout`.
+//   Lines over `max_line_bytes` are dead-lettered with their head (LineAssembler); offsets stay
+//   exact either way.
+// - Each chunk carries a token from its file's AckLedger for the offset after it. `checkpoint()`
+//   gives, for each file, the offset up to which everything was acknowledged (or restored), to
+//   save in a CheckpointFile; entries of files that were not found again are kept until
+//   `rotate_wait` after the first look. Restored entries resume their file at their offset, found
+//   by inode or, after a copy, by first bytes.
+//
+// Contract: one thread calls poll, rescan and checkpoint; `stats()` may be read from any thread.
+// `emit` may block (backpressure); when it returns false the tailer stops reading for this poll,
+// and the chunk's token must have been failed by whoever dropped it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conveyor/stages/checkpoint_file.hpp"
+#include "conveyor/stages/chunk.hpp"
+
+namespace conveyor::stages {
+
+struct TailOptions {
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+  bool start_at_end = false;
+  std::chrono::milliseconds glob_interval{1000};
+  std::chrono::milliseconds rotate_wait{5000};
+  std::chrono::milliseconds partial_line_timeout{5000};
+  std::size_t max_line_bytes = std::size_t{64} << 10;
+  std::size_t read_bytes = std::size_t{256} << 10;
+  std::size_t fingerprint_bytes = 256;
+  std::size_t max_files = 10'000;
+};
+
+struct TailStats {
+  std::atomic<std::uint64_t> files{0};        // tracked now
+  std::atomic<std::uint64_t> open_files{0};   // with a descriptor open now
+  std::atomic<std::uint64_t> bytes{0};        // read
+  std::atomic<std::uint64_t> rotations{0};    // files whose path went to another file
+  std::atomic<std::uint64_t> truncations{0};  // files found shorter than what was read
+  std::atomic<std::uint64_t> copies{0};       // copies that went on from a truncated file
+  std::atomic<std::uint64_t> lost_truncated_bytes{0};
+  std::atomic<std::uint64_t> glob_truncated{0};  // looks that found more than max_files
+};
+
+class FileTailer {
+ public:
+  using Emit = std::function<bool(Chunk&&)>;
+  using Clock = std::chrono::steady_clock;
+
+  // `input`: the name and format the chunks' Input objects take (one per file, with its path).
+  FileTailer(TailOptions options, const Input& input, std::vector<CheckpointEntry> restored);
+  ~FileTailer();
+  FileTailer(const FileTailer&) = delete;
+  FileTailer& operator=(const FileTailer&) = delete;
+
+  // Looks for files if due, then reads what is new in each. Returns the bytes read.
+  std::size_t poll(const Emit& emit, Clock::time_point now = Clock::now());
+  // The next poll looks for files whatever the interval (a directory changed).
+  void rescan() noexcept { scan_due_ = true; }
+
+  [[nodiscard]] std::vector<CheckpointEntry> checkpoint() const;
+  // Whether every chunk handed out was acknowledged.
+  [[nodiscard]] bool acknowledged() const;
+  // The directories of the files tracked and of the globs' bases, for a watcher.
+  [[nodiscard]] std::vector<std::string> directories() const;
+  [[nodiscard]] const TailStats& stats() const noexcept { return stats_; }
+
+ private:
+  struct File;
+  void scan(Clock::time_point now);
+  void track(const std::string& path, Clock::time_point now);
+  bool identify(File& file, Clock::time_point now);
+  void adopt(File& file);
+  std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
+  void truncated(File& file, Clock::time_point now);
+  void release_idle(Clock::time_point now);
+
+  TailOptions options_;
+  Input input_;
+  std::vector<CheckpointEntry> restored_;  // not matched to a file yet
+  std::vector<std::unique_ptr<File>> files_;
+  bool first_scan_ = true;
+  bool scan_due_ = true;
+  Clock::time_point last_scan_{};
+  Clock::time_point first_scan_at_{};
+  TailStats stats_;
+};
+
+}  // namespace conveyor::stages

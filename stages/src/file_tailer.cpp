@@ -1,0 +1,472 @@
+// FileTailer: discovery, identity, rotation, truncation and the reading of tailed files.
+#include "conveyor/stages/file_tailer.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "conveyor/framework/ack.hpp"
+#include "conveyor/stages/path_glob.hpp"
+#include "line_assembler.hpp"
+
+namespace conveyor::stages {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// FNV-1a, 64 bits: stable across builds, so that a checkpoint outlives an upgrade.
+std::uint64_t hash_of(std::string_view bytes) noexcept {
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+// The first `size` bytes of `fd` (fewer if it is shorter).
+std::string head_of(int fd, std::size_t size) {
+  std::string head(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, head.data() + got, size - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  head.resize(got);
+  return head;
+}
+
+std::uint64_t size_of(int fd) {
+  struct stat status {};
+  return ::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
+}
+
+}  // namespace
+
+struct FileTailer::File {
+  enum class State {
+    waiting,   // not identified yet: too short to say what it is
+    live,      // at a path the globs name
+    detached,  // its path went to another file or nowhere: read to its end, then released
+    parked,    // truncated: what was not read yet may still come from its copy
+    copy,      // a copy of a live file, made before that file is truncated (copytruncate)
+  };
+
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t fingerprint = 0;
+  std::uint32_t fingerprint_length = 0;
+  std::string path;
+  int fd = -1;
+  State state = State::waiting;
+  bool found_first = false;       // found at the first look
+  bool seen = false;              // found by the current look
+  std::uint64_t position = 0;     // the next byte to read
+  std::uint64_t size_seen = 0;    // its size at the last read
+  std::uint64_t start = 0;        // the offset committed before any acknowledgement
+  std::uint64_t unread_lost = 0;  // parked: bytes known to be there, unread, when truncated
+  std::unique_ptr<detail::LineAssembler> assembler;
+  std::shared_ptr<AckLedger> ledger;
+  std::shared_ptr<const Input> input;
+  const File* copy_of = nullptr;
+  Clock::time_point found{};
+  Clock::time_point last_growth{};
+
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+  void close() {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+  [[nodiscard]] std::uint64_t committed() const {
+    return ledger ? ledger->acknowledged().value_or(start) : start;
+  }
+};
+
+FileTailer::FileTailer(TailOptions options, const Input& input,
+                       std::vector<CheckpointEntry> restored)
+    : options_(std::move(options)), input_(input), restored_(std::move(restored)) {
+  options_.fingerprint_bytes = std::max<std::size_t>(options_.fingerprint_bytes, 1);
+}
+
+FileTailer::~FileTailer() = default;
+
+void FileTailer::track(const std::string& path, Clock::time_point now) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return;
+  const auto device = static_cast<std::uint64_t>(status.st_dev);
+  const auto inode = static_cast<std::uint64_t>(status.st_ino);
+  for (const auto& file : files_) {
+    if (file->device != device || file->inode != inode || file->state == File::State::parked) {
+      continue;
+    }
+    file->seen = true;
+    if (file->path != path) file->path = path;  // renamed to another name the globs take
+    if (file->state == File::State::detached) {
+      file->state = File::State::live;  // back under the globs
+      if (file->fd < 0) file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (file->state == File::State::waiting) (void)identify(*file, now);
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  auto file = std::make_unique<File>();
+  file->device = device;
+  file->inode = inode;
+  file->path = path;
+  file->fd = fd;
+  file->found = now;
+  file->last_growth = now;
+  file->found_first = first_scan_;
+  file->seen = true;
+  (void)identify(*file, now);
+  files_.push_back(std::move(file));
+}
+
+bool FileTailer::identify(File& file, Clock::time_point now) {
+  if (file.fd < 0) return false;
+  const std::uint64_t size = size_of(file.fd);
+  std::size_t longest = options_.fingerprint_bytes;
+  for (const CheckpointEntry& entry : restored_)
+    longest = std::max<std::size_t>(longest, entry.fingerprint_length);
+  const std::string head = head_of(file.fd, longest);
+  const std::string_view first(head.data(), std::min(head.size(), options_.fingerprint_bytes));
+  const std::size_t newline = first.find('\n');
+  std::size_t length = 0;
+  if (newline != std::string_view::npos) {
+    length = newline + 1;
+  } else if (first.size() == options_.fingerprint_bytes) {
+    length = first.size();
+  } else if (size > 0 && now - file.found >= options_.partial_line_timeout) {
+    length = first.size();  // a short file whose first line never ends: what it has
+  } else {
+    return false;
+  }
+  file.fingerprint_length = static_cast<std::uint32_t>(length);
+  file.fingerprint = hash_of(first.substr(0, length));
+  const auto matches = [&](std::uint64_t fingerprint, std::uint32_t over) {
+    return over <= head.size() && hash_of(std::string_view(head).substr(0, over)) == fingerprint;
+  };
+
+  // Where it starts: a restored entry of this inode, then one of its first bytes (renamed or
+  // copied while the service was down), then a truncated file it is the copy of.
+  auto entry = std::find_if(restored_.begin(), restored_.end(), [&](const CheckpointEntry& e) {
+    return e.device == file.device && e.inode == file.inode &&
+           matches(e.fingerprint, e.fingerprint_length);
+  });
+  if (entry == restored_.end()) {
+    entry = std::find_if(restored_.begin(), restored_.end(), [&](const CheckpointEntry& e) {
+      return (e.device != file.device || e.inode != file.inode) &&
+             matches(e.fingerprint, e.fingerprint_length);
+    });
+  }
+  file.ledger = std::make_shared<AckLedger>();
+  if (entry != restored_.end()) {
+    file.fingerprint = entry->fingerprint;
+    file.fingerprint_length = entry->fingerprint_length;
+    file.start = entry->offset;
+    if (size < file.start) {  // truncated while the service was down
+      stats_.truncations.fetch_add(1, std::memory_order_relaxed);
+      file.start = 0;
+    }
+    restored_.erase(entry);
+    adopt(file);
+    return true;
+  }
+  for (auto& other : files_) {
+    if (other.get() == &file || (other->device == file.device && other->inode == file.inode)) {
+      continue;
+    }
+    if (other->fingerprint_length != file.fingerprint_length ||
+        other->fingerprint != file.fingerprint) {
+      continue;
+    }
+    if (other->state == File::State::parked) {
+      // The copy of a file truncated before it was found: it goes on where that one was.
+      file.position = other->position;
+      file.start = other->start;
+      file.assembler = std::move(other->assembler);
+      file.ledger = std::move(other->ledger);
+      file.state = File::State::live;
+      file.input = std::make_shared<const Input>([&] {
+        Input copy = input_;
+        copy.file = file.path;
+        return copy;
+      }());
+      stats_.copies.fetch_add(1, std::memory_order_relaxed);
+      other->ledger = nullptr;
+      other->state = File::State::detached;  // released at the next look (nothing left)
+      other->position = 0;
+      other->unread_lost = 0;
+      return true;
+    }
+    if (other->state == File::State::live || other->state == File::State::detached) {
+      file.state = File::State::copy;  // a copy made before its source is truncated
+      file.copy_of = other.get();
+      return true;
+    }
+  }
+  file.start = file.found_first && options_.start_at_end ? size : 0;
+  adopt(file);
+  return true;
+}
+
+void FileTailer::adopt(File& file) {
+  file.position = file.start;
+  // Line numbers are known only when reading from the beginning.
+  file.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes,
+                                                           file.start == 0 ? 1 : 0, file.start);
+  Input input = input_;
+  input.file = file.path;
+  file.input = std::make_shared<const Input>(std::move(input));
+  file.state = File::State::live;
+}
+
+void FileTailer::truncated(File& file, Clock::time_point now) {
+  stats_.truncations.fetch_add(1, std::memory_order_relaxed);
+  // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
+  File* copy = nullptr;
+  for (auto& other : files_) {
+    if (other->state == File::State::copy && other->copy_of == &file) copy = other.get();
+  }
+  if (copy != nullptr) {
+    copy->position = file.position;
+    copy->start = file.start;
+    copy->assembler = std::move(file.assembler);
+    copy->ledger = std::move(file.ledger);
+    Input input = input_;
+    input.file = copy->path;
+    copy->input = std::make_shared<const Input>(std::move(input));
+    copy->state = File::State::live;
+    copy->copy_of = nullptr;
+    copy->last_growth = now;
+    stats_.copies.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    auto parked = std::make_unique<File>();
+    parked->device = file.device;
+    parked->inode = file.inode;
+    parked->fingerprint = file.fingerprint;
+    parked->fingerprint_length = file.fingerprint_length;
+    parked->path = file.path;
+    parked->state = File::State::parked;
+    parked->position = file.position;
+    parked->start = file.start;
+    parked->unread_lost = file.size_seen > file.position ? file.size_seen - file.position : 0;
+    parked->assembler = std::move(file.assembler);
+    parked->ledger = std::move(file.ledger);
+    parked->input = file.input;
+    parked->found = now;
+    files_.push_back(std::move(parked));
+  }
+  // The file itself starts again, as a new one.
+  file.state = File::State::waiting;
+  file.found = now;
+  file.found_first = false;
+  file.position = 0;
+  file.start = 0;
+  file.size_seen = 0;
+  file.ledger = nullptr;
+  file.assembler = nullptr;
+  for (auto& other : files_) {
+    if (other->copy_of == &file && other->state == File::State::copy) other->copy_of = nullptr;
+  }
+}
+
+void FileTailer::scan(Clock::time_point now) {
+  std::vector<PathGlob> include;
+  std::vector<PathGlob> exclude;
+  for (const std::string& pattern : options_.include)
+    include.emplace_back(pattern);
+  for (const std::string& pattern : options_.exclude)
+    exclude.emplace_back(pattern);
+  for (auto& file : files_)
+    file->seen = false;
+  const FoundFiles found = find_files(include, exclude, options_.max_files);
+  if (found.truncated) stats_.glob_truncated.fetch_add(1, std::memory_order_relaxed);
+  for (const std::string& path : found.paths)
+    track(path, now);
+  // A live file that no look found at its path any more was renamed away or deleted: it is read
+  // to its end. One that was never read from is let go at once.
+  for (auto& file : files_) {
+    if (file->seen) continue;
+    if (file->state == File::State::live) {
+      stats_.rotations.fetch_add(1, std::memory_order_relaxed);
+      file->state = File::State::detached;
+    } else if (file->state == File::State::waiting || file->state == File::State::copy) {
+      file->state = File::State::detached;
+      file->ledger = nullptr;
+      file->close();
+    }
+  }
+  if (first_scan_) first_scan_at_ = now;
+  first_scan_ = false;
+  last_scan_ = now;
+  scan_due_ = false;
+}
+
+std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now, bool& stopped) {
+  if (file.fd < 0 || (file.state != File::State::live && file.state != File::State::detached)) {
+    return 0;
+  }
+  const std::uint64_t size = size_of(file.fd);
+  if (size < file.position) {
+    truncated(file, now);
+    return 0;
+  }
+  if (size != file.size_seen && file.position > 0 && file.state == File::State::live) {
+    // Truncated and written again since the last look: its first bytes are not the same.
+    const std::string head = head_of(file.fd, file.fingerprint_length);
+    if (head.size() < file.fingerprint_length || hash_of(head) != file.fingerprint) {
+      truncated(file, now);
+      return 0;
+    }
+  }
+  file.size_seen = size;
+  const auto hand_out = [&](std::optional<detail::Cut> cut) {
+    if (!cut) return true;
+    cut->chunk.input = file.input;
+    cut->chunk.ack = file.ledger->issue(cut->end);
+    return emit(std::move(cut->chunk));
+  };
+  std::size_t total = 0;
+  // A few reads per file and poll, so that one busy file does not starve the others.
+  for (int reads = 0; reads < 4 && file.position < size; ++reads) {
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(options_.read_bytes, size - file.position));
+    std::size_t kept = 0;
+    std::string buffer = file.assembler->buffer(want, kept);
+    const ssize_t got =
+        ::pread(file.fd, buffer.data() + kept, want, static_cast<off_t>(file.position));
+    if (got <= 0) {
+      buffer.resize(kept);
+      (void)file.assembler->cut(std::move(buffer));  // carries the carry again
+      break;
+    }
+    buffer.resize(kept + static_cast<std::size_t>(got));
+    file.position += static_cast<std::uint64_t>(got);
+    total += static_cast<std::size_t>(got);
+    file.last_growth = now;
+    if (!hand_out(file.assembler->cut(std::move(buffer)))) {
+      stopped = true;
+      break;
+    }
+  }
+  if (!stopped && file.assembler->carried() > 0 &&
+      now - file.last_growth >= options_.partial_line_timeout) {
+    if (!hand_out(file.assembler->flush())) stopped = true;
+  }
+  stats_.bytes.fetch_add(total, std::memory_order_relaxed);
+  return total;
+}
+
+void FileTailer::release_idle(Clock::time_point now) {
+  for (auto& file : files_) {
+    switch (file->state) {
+      case File::State::detached:
+        if (file->fd >= 0 && file->position >= size_of(file->fd) &&
+            file->assembler->carried() == 0 && now - file->last_growth >= options_.rotate_wait) {
+          file->close();
+        }
+        break;
+      case File::State::parked:
+        if (file->unread_lost != 0 && now - file->found >= options_.rotate_wait) {
+          stats_.lost_truncated_bytes.fetch_add(file->unread_lost, std::memory_order_relaxed);
+          file->unread_lost = 0;
+        }
+        break;
+      case File::State::copy:
+        if (now - file->found >= options_.rotate_wait) {
+          // Its source was never truncated: a file of its own after all.
+          file->copy_of = nullptr;
+          file->start = 0;
+          file->ledger = std::make_shared<AckLedger>();
+          adopt(*file);
+        }
+        break;
+      case File::State::waiting:
+      case File::State::live:
+        break;
+    }
+  }
+  // Forgotten once closed and acknowledged: a detached file read to its end, a parked one whose
+  // copy never came.
+  const auto forgotten = [&](const std::unique_ptr<File>& file) {
+    const bool done = !file->ledger || file->ledger->outstanding() == 0;
+    return done &&
+           ((file->state == File::State::detached && file->fd < 0) ||
+            (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
+  };
+  for (const auto& file : files_) {
+    if (!forgotten(file)) continue;
+    for (auto& other : files_) {
+      if (other->copy_of == file.get()) other->copy_of = nullptr;
+    }
+  }
+  std::erase_if(files_, forgotten);
+  if (!first_scan_ && now - first_scan_at_ >= options_.rotate_wait) restored_.clear();
+}
+
+std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
+  if (scan_due_ || now - last_scan_ >= options_.glob_interval) scan(now);
+  std::size_t total = 0;
+  bool stopped = false;
+  for (std::size_t i = 0; i < files_.size() && !stopped; ++i) {
+    File& file = *files_[i];
+    if (file.state == File::State::waiting) (void)identify(file, now);
+    total += read(file, emit, now, stopped);
+  }
+  release_idle(now);
+  std::uint64_t open = 0;
+  for (const auto& file : files_)
+    open += file->fd >= 0 ? 1 : 0;
+  stats_.files.store(files_.size(), std::memory_order_relaxed);
+  stats_.open_files.store(open, std::memory_order_relaxed);
+  return total;
+}
+
+std::vector<CheckpointEntry> FileTailer::checkpoint() const {
+  std::vector<CheckpointEntry> entries = restored_;
+  for (const auto& file : files_) {
+    if (file->state == File::State::waiting || file->state == File::State::copy || !file->ledger) {
+      continue;
+    }
+    entries.push_back({.device = file->device,
+                       .inode = file->inode,
+                       .fingerprint = file->fingerprint,
+                       .fingerprint_length = file->fingerprint_length,
+                       .offset = file->committed(),
+                       .path = file->path});
+  }
+  return entries;
+}
+
+bool FileTailer::acknowledged() const {
+  return std::all_of(files_.begin(), files_.end(), [](const std::unique_ptr<File>& file) {
+    return !file->ledger || (file->ledger->outstanding() == 0 && !file->ledger->failed());
+  });
+}
+
+std::vector<std::string> FileTailer::directories() const {
+  std::vector<std::string> directories;
+  for (const std::string& pattern : options_.include)
+    directories.push_back(PathGlob(pattern).base());
+  for (const auto& file : files_)
+    directories.push_back(fs::path(file->path).parent_path().string());
+  std::sort(directories.begin(), directories.end());
+  directories.erase(std::unique(directories.begin(), directories.end()), directories.end());
+  return directories;
+}
+
+}  // namespace conveyor::stages

@@ -1,0 +1,391 @@
+// FileTailer: each way other shippers lose or repeat lines of tailed files, as a test named after
+// what it checks; and PathGlob, the globs that name the files.
+#include "conveyor/stages/file_tailer.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "conveyor/stages/path_glob.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using conveyor::stages::CheckpointEntry;
+using conveyor::stages::Chunk;
+using conveyor::stages::FileTailer;
+using conveyor::stages::Input;
+using conveyor::stages::PathGlob;
+using conveyor::stages::TailOptions;
+using namespace std::chrono_literals;
+using Clock = FileTailer::Clock;
+
+class FileTailerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("conveyor-tail-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  [[nodiscard]] std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  void append(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::app | std::ios::binary) << text;
+  }
+  // Lines "NAME-FROM" .. "NAME-(TO-1)".
+  void append_lines(const std::string& name, const std::string& prefix, int from, int to) const {
+    std::string text;
+    for (int i = from; i < to; ++i)
+      text += prefix + std::to_string(i) + "\n";
+    append(name, text);
+  }
+
+  [[nodiscard]] TailOptions options(std::vector<std::string> include = {}) const {
+    TailOptions options;
+    options.include = include.empty() ? std::vector<std::string>{path("*.log")} : include;
+    options.glob_interval = 0ms;  // look every poll
+    options.rotate_wait = 1s;
+    options.partial_line_timeout = 1s;
+    return options;
+  }
+
+  fs::path dir_;
+};
+
+// What a tailer handed out: every line with how often it came, and the chunks, whose tokens
+// stay held until released.
+struct Collected {
+  std::map<std::string, int> lines;
+  std::vector<Chunk> held;
+  std::vector<std::string> files;  // the file of each chunk
+  std::size_t overlong = 0;
+
+  FileTailer::Emit emit() {
+    return [this](Chunk&& chunk) {
+      std::size_t start = 0;
+      for (std::size_t end; (end = chunk.text.find('\n', start)) != std::string::npos;
+           start = end + 1)
+        ++lines[chunk.text.substr(start, end - start)];
+      overlong += chunk.overlong.size();
+      files.push_back(chunk.input->file);
+      held.push_back(std::move(chunk));
+      return true;
+    };
+  }
+  void release() { held.clear(); }
+  [[nodiscard]] bool each_once(const std::string& prefix, int from, int to) const {
+    for (int i = from; i < to; ++i) {
+      const auto it = lines.find(prefix + std::to_string(i));
+      if (it == lines.end() || it->second != 1) return false;
+    }
+    return true;
+  }
+};
+
+// Polls until a poll reads nothing (at most `rounds`), moving the clock on by `step` each time.
+Clock::time_point settle(FileTailer& tailer, Collected& out, Clock::time_point now,
+                         std::chrono::milliseconds step = 10ms, int rounds = 100) {
+  for (int i = 0; i < rounds; ++i) {
+    now += step;
+    if (tailer.poll(out.emit(), now) == 0 && i > 2) break;
+  }
+  return now;
+}
+
+std::uint64_t offset_of(const std::vector<CheckpointEntry>& entries, const std::string& path) {
+  for (const CheckpointEntry& entry : entries)
+    if (entry.path == path) return entry.offset;
+  return UINT64_MAX;
+}
+
+TEST_F(FileTailerTest, ReadsEveryLineOnceAndNamesItsFile) {
+  append_lines("a.log", "a-", 0, 1000);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  (void)settle(tailer, out, Clock::now());
+  EXPECT_TRUE(out.each_once("a-", 0, 1000));
+  EXPECT_EQ(out.files.front(), path("a.log"));
+  EXPECT_EQ(out.held.front().first_line, 1U);
+  EXPECT_EQ(out.held.front().offset, 0U);
+}
+
+// The offset is saved once a line is delivered, not once it is read: a hard kill between the
+// two must not lose it.
+TEST_F(FileTailerTest, TheOffsetIsCommittedWhenDeliveredNotWhenRead) {
+  append_lines("a.log", "a-", 0, 100);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  (void)settle(tailer, out, Clock::now());
+  ASSERT_TRUE(out.each_once("a-", 0, 100));
+  EXPECT_EQ(offset_of(tailer.checkpoint(), path("a.log")), 0U);  // read, not delivered
+  EXPECT_FALSE(tailer.acknowledged());
+  out.release();
+  EXPECT_EQ(offset_of(tailer.checkpoint(), path("a.log")), fs::file_size(path("a.log")));
+  EXPECT_TRUE(tailer.acknowledged());
+}
+
+// A restart from the checkpoint reads neither a line twice nor misses one.
+TEST_F(FileTailerTest, ResumesFromItsCheckpointWithoutRepeats) {
+  append_lines("a.log", "a-", 0, 100);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(options(), Input{"files"}, {});
+    Collected out;
+    (void)settle(tailer, out, Clock::now());
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  append_lines("a.log", "a-", 100, 150);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.each_once("a-", 100, 150));
+  EXPECT_EQ(out.lines.count("a-99"), 0U);
+  EXPECT_EQ(out.held.front().first_line, 0U);  // line numbers are not known after a restart
+  EXPECT_EQ(out.held.front().offset, offset_of(saved, path("a.log")));
+}
+
+// A rotated file is read to its last byte before it is let go, and the new file at its path is
+// read from its beginning.
+TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer tailer(options({path("app.log")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::rename(path("app.log"), path("app.log.1"));
+  append_lines("app.log.1", "old-", 100, 120);  // the writer still had it open
+  append_lines("app.log", "new-", 0, 50);
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("old-", 0, 120));
+  EXPECT_TRUE(out.each_once("new-", 0, 50));
+  EXPECT_EQ(tailer.stats().rotations.load(), 1U);
+  out.release();
+  // Idle for rotate_wait and read to its end: released, and no longer in the checkpoint.
+  now = settle(tailer, out, now + 2s);
+  EXPECT_EQ(tailer.stats().files.load(), 1U);
+  EXPECT_EQ(tailer.checkpoint().size(), 1U);
+}
+
+// copytruncate with the copy under the glob: nothing read twice, and the lines written just
+// before the truncation are read from the copy.
+TEST_F(FileTailerTest, CopyTruncateWithTheCopyUnderTheGlobLosesAndRepeatsNothing) {
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer tailer(options({path("app.log*")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("app.log", "old-", 100, 130);  // not read yet when the copy is made
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  now = settle(tailer, out, now, 10ms, 2);  // the copy is seen before the truncation
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 40);
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("old-", 0, 130));
+  EXPECT_TRUE(out.each_once("new-", 0, 40));
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  EXPECT_EQ(tailer.stats().copies.load(), 1U);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
+}
+
+// copytruncate whose copy the glob leaves out: the file is read again from its start, and the
+// bytes that were there unread are counted as lost, never silently.
+TEST_F(FileTailerTest, CopyTruncateWithoutTheCopyCountsWhatItLost) {
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer tailer(options({path("app.log")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("app.log", "old-", 100, 110);
+  (void)tailer.poll(out.emit(), now += 10ms);  // sees the size grow, reads it
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 20);
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("old-", 0, 110));
+  EXPECT_TRUE(out.each_once("new-", 0, 20));
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  now = settle(tailer, out, now + 2s);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);  // it had read everything
+}
+
+// The same, when the truncation came before the tailer could read what it had seen: those bytes
+// are counted as lost once no copy appeared within rotate_wait.
+TEST_F(FileTailerTest, CopyTruncateBeforeTheBytesWereReadCountsThem) {
+  TailOptions slow = options({path("app.log")});
+  slow.read_bytes = 64;  // four reads of 64 bytes a poll
+  append_lines("app.log", "old-", 0, 10);
+  FileTailer tailer(slow, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append("app.log", std::string(999, 'y') + "\n");
+  (void)tailer.poll(out.emit(), now += 10ms);  // reads 256 of the 1000 bytes it sees
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 5);
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("new-", 0, 5));
+  out.release();
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 1000U - 256U);
+}
+
+// A long line that is skipped leaves an exact offset: the lines after it come once, and a
+// restart from the checkpoint repeats none of them.
+TEST_F(FileTailerTest, ASkippedLongLineLeavesAnExactOffset) {
+  TailOptions limited = options();
+  limited.max_line_bytes = 100;
+  limited.read_bytes = 64;  // the long line does not fit in one read
+  append_lines("a.log", "a-", 0, 10);
+  append("a.log", std::string(1000, 'x') + "\n");
+  append_lines("a.log", "a-", 10, 20);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(limited, Input{"files"}, {});
+    Collected out;
+    (void)settle(tailer, out, Clock::now());
+    EXPECT_TRUE(out.each_once("a-", 0, 20));
+    EXPECT_EQ(out.overlong, 1U);
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  EXPECT_EQ(offset_of(saved, path("a.log")), fs::file_size(path("a.log")));
+  append_lines("a.log", "a-", 20, 25);
+  FileTailer again(limited, Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.each_once("a-", 20, 25));
+  EXPECT_EQ(out.lines.size(), 5U);
+}
+
+// A last line without its newline is held, not committed, and handed out after the timeout.
+TEST_F(FileTailerTest, APartialLineIsHeldUntilItsNewlineOrTheTimeout) {
+  append("a.log", "one\ntw");
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  EXPECT_EQ(out.lines.size(), 1U);
+  out.release();
+  EXPECT_EQ(offset_of(tailer.checkpoint(), path("a.log")), 4U);  // not past the partial line
+  append("a.log", "o\n");
+  now = settle(tailer, out, now);
+  EXPECT_EQ(out.lines.count("two"), 1U);
+  append("a.log", "three");
+  now = settle(tailer, out, now);
+  EXPECT_EQ(out.lines.count("three"), 0U);
+  now = settle(tailer, out, now + 2s);
+  EXPECT_EQ(out.lines.count("three"), 1U);
+  out.release();
+  EXPECT_EQ(offset_of(tailer.checkpoint(), path("a.log")), fs::file_size(path("a.log")));
+}
+
+// A reused inode with other first bytes is a new file: read from its beginning, not from the
+// offset saved for the file that had the inode before.
+TEST_F(FileTailerTest, AReusedInodeWithOtherFirstBytesIsANewFile) {
+  append_lines("a.log", "first-", 0, 100);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(options(), Input{"files"}, {});
+    Collected out;
+    (void)settle(tailer, out, Clock::now());
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  // Rewritten in place: same inode, other content, shorter than the saved offset or not.
+  { std::ofstream(path("a.log"), std::ios::trunc) << ""; }
+  append_lines("a.log", "second-", 0, 500);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.each_once("second-", 0, 500));
+}
+
+// A file shorter than the fingerprint, without a whole first line, is identified (and read) once
+// its first line ends.
+TEST_F(FileTailerTest, AShortFileIsReadOnceItHasAFirstLine) {
+  append("a.log", "sho");
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  EXPECT_TRUE(out.lines.empty());
+  append("a.log", "rt\nnext\n");
+  (void)settle(tailer, out, now);
+  EXPECT_EQ(out.lines.count("short"), 1U);
+  EXPECT_EQ(out.lines.count("next"), 1U);
+}
+
+// read_from: end skips what files found at the first look hold; a file that appears later is
+// read from its beginning.
+TEST_F(FileTailerTest, StartAtEndSkipsOnlyWhatWasThereAtTheFirstLook) {
+  append_lines("a.log", "before-", 0, 10);
+  TailOptions at_end = options();
+  at_end.start_at_end = true;
+  FileTailer tailer(at_end, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("a.log", "after-", 0, 10);
+  append_lines("b.log", "later-", 0, 10);
+  (void)settle(tailer, out, now);
+  EXPECT_EQ(out.lines.count("before-0"), 0U);
+  EXPECT_TRUE(out.each_once("after-", 0, 10));
+  EXPECT_TRUE(out.each_once("later-", 0, 10));
+}
+
+// A file deleted while open is read to its end, then closed.
+TEST_F(FileTailerTest, ADeletedFileIsReadToItsEndThenClosed) {
+  append_lines("a.log", "a-", 0, 10);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  {
+    std::ofstream writer(path("a.log"), std::ios::app);
+    fs::remove(path("a.log"));
+    writer << "a-10\na-11\n";
+  }
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("a-", 0, 12));
+  out.release();
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_EQ(tailer.stats().open_files.load(), 0U);
+  EXPECT_TRUE(tailer.checkpoint().empty());
+}
+
+TEST(PathGlob, DoubleStarCrossesDirectoriesAndStarDoesNot) {
+  const PathGlob glob("/var/log/**/*.log");
+  EXPECT_TRUE(glob.matches("/var/log/a.log"));
+  EXPECT_TRUE(glob.matches("/var/log/nginx/access.log"));
+  EXPECT_TRUE(glob.matches("/var/log/a/b/c.log"));
+  EXPECT_FALSE(glob.matches("/var/log/a.log.1"));
+  EXPECT_FALSE(glob.matches("/var/other/a.log"));
+  EXPECT_EQ(glob.base(), "/var/log");
+  EXPECT_TRUE(glob.recursive());
+  const PathGlob flat("/var/log/*.log");
+  EXPECT_FALSE(flat.matches("/var/log/nginx/access.log"));
+  EXPECT_FALSE(flat.recursive());
+  EXPECT_TRUE(PathGlob("logs/app-[0-9].log").matches("logs/app-7.log"));
+  EXPECT_FALSE(PathGlob("").matches(""));
+}
+
+TEST_F(FileTailerTest, FindFilesWalksIncludesAndLeavesOutExcludes) {
+  fs::create_directories(dir_ / "nginx" / "old");
+  for (const char* name : {"a.log", "b.txt", "nginx/access.log", "nginx/error.log",
+                           "nginx/old/access.log", "nginx/access.log.gz"})
+    append(name, "x\n");
+  const auto found =
+      conveyor::stages::find_files({PathGlob(path("**/*.log"))}, {PathGlob(path("**/old/*"))}, 100);
+  EXPECT_EQ(found.paths, (std::vector<std::string>{path("a.log"), path("nginx/access.log"),
+                                                   path("nginx/error.log")}));
+  EXPECT_FALSE(found.truncated);
+  const auto limited = conveyor::stages::find_files({PathGlob(path("**/*.log"))}, {}, 2);
+  EXPECT_EQ(limited.paths.size(), 2U);
+  EXPECT_TRUE(limited.truncated);
+  const auto flat = conveyor::stages::find_files({PathGlob(path("*.log"))}, {}, 100);
+  EXPECT_EQ(flat.paths, (std::vector<std::string>{path("a.log")}));
+}
+
+}  // namespace
