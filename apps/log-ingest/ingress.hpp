@@ -59,6 +59,12 @@ struct InputCounters {
   std::atomic<std::uint64_t> framing_errors{0};        // a bad octet count closed a connection
   std::atomic<std::uint64_t> idle_disconnects{0};      // idle_timeout closed a connection
   std::atomic<std::uint64_t> tls_failures{0};          // TLS handshakes that failed
+  // file inputs
+  std::atomic<std::uint64_t> files{0};                 // followed now
+  std::atomic<std::uint64_t> rotations{0};             // files whose path went elsewhere
+  std::atomic<std::uint64_t> truncations{0};           // files found truncated
+  std::atomic<std::uint64_t> lost_truncated_bytes{0};  // unread when truncated, no copy found
+  std::atomic<std::uint64_t> checkpoint_errors{0};     // checkpoints that could not be saved
   std::array<std::atomic<std::uint64_t>, http_codes.size()> http_responses{};  // by http_codes
 
   void count_http(unsigned code) noexcept {

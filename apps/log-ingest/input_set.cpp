@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "file_input.hpp"
 #include "http_input.hpp"
 #include "stdin_input.hpp"
 #include "tcp_input.hpp"
@@ -13,7 +14,7 @@ namespace conveyor::log_ingest {
 namespace {
 
 bool listens(InputType type) {
-  return type != InputType::stdin_lines;
+  return type != InputType::stdin_lines && type != InputType::file;
 }
 
 }  // namespace
@@ -37,6 +38,8 @@ std::unique_ptr<ServiceInput> InputSet::make(const InputConfig& config,
       return std::make_unique<UdpInput>(io_, config, limits, ingress_, *counters);
     case InputType::stdin_lines:
       return std::make_unique<StdinInput>(config, limits, ingress_, *counters);
+    case InputType::file:
+      return std::make_unique<FileInput>(config, limits, ingress_, *counters, state_dir_);
   }
   return nullptr;
 }
@@ -117,6 +120,13 @@ void InputSet::close_all() {
     running.input->close_all();
   for (Retired& retired : retired_)
     retired.input->close_all();
+}
+
+void InputSet::abandon() {
+  for (Running& running : running_)
+    running.input->abandon();
+  for (Retired& retired : retired_)
+    retired.input->abandon();
 }
 
 bool InputSet::finished() const {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -32,7 +33,9 @@ namespace conveyor::log_ingest {
 
 class InputSet {
  public:
-  InputSet(boost::asio::io_context& io, Ingress& ingress) : io_(io), ingress_(ingress) {}
+  // `state_dir`: where file inputs keep their checkpoints.
+  InputSet(boost::asio::io_context& io, Ingress& ingress, std::string state_dir = ".")
+      : io_(io), ingress_(ingress), state_dir_(std::move(state_dir)) {}
 
   void open(const std::vector<InputConfig>& inputs, const LimitsConfig& limits);
   // What changed, for the log ("kept 2, reopened 1, removed 0, added 1").
@@ -42,6 +45,8 @@ class InputSet {
   // Every input, retired ones included.
   void stop_accepting();
   void close_all();
+  // The pipeline failed: inputs save no positions past what it dropped.
+  void abandon();
   [[nodiscard]] bool finished() const;
   // Cuts off retired inputs past their deadline, and lets go of those that finished.
   void tick();
@@ -72,6 +77,7 @@ class InputSet {
 
   boost::asio::io_context& io_;
   Ingress& ingress_;
+  std::string state_dir_;
   LimitsConfig limits_;
   std::vector<Running> running_;
   std::vector<Retired> retired_;

@@ -49,6 +49,8 @@ class OutputFile {
   bool close();
 
   [[nodiscard]] std::uint64_t rotations() const noexcept { return rotations_; }
+  // Whether everything written so far was flushed (and fsynced, with that policy).
+  [[nodiscard]] bool flushed() const noexcept { return unflushed_ == 0; }
 
  private:
   using Clock = std::chrono::steady_clock;

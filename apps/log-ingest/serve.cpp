@@ -226,7 +226,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
 
   Ingress ingress(config.queue_chunks);
   asio::io_context io;
-  InputSet inputs(io, ingress);
+  InputSet inputs(io, ingress, config.state_dir);
 
   auto live = std::make_shared<Shared<stages::LiveTotals>>(
       "live-totals", std::vector<std::string>{"update", "snapshot"}, stages::LiveTotals(workers));
@@ -425,7 +425,8 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     } catch (const std::exception& error) {
       std::fprintf(stderr, "log-ingest: the pipeline failed: %s\n", error.what());
     }
-    ingress.close();  // a reader waiting for room gives up
+    inputs.abandon();  // what the pipeline dropped is read again after a restart
+    ingress.close();   // a reader waiting for room gives up
     inputs.close_all();
     outputs->close();
     return 1;

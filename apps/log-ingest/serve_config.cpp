@@ -151,7 +151,41 @@ std::optional<InputType> parse_input_type(std::string_view text) {
   if (text == "tcp") return InputType::tcp;
   if (text == "stdin") return InputType::stdin_lines;
   if (text == "http") return InputType::http;
+  if (text == "file") return InputType::file;
   return std::nullopt;
+}
+
+// A file input's setting `key` into `file`; false when `key` is not one of them.
+bool read_file_key(const Reader& reader, const std::string& key, const YAML::Node& value,
+                   const std::string& what, FileConfig& file) {
+  if (key == "include" || key == "exclude") {
+    std::vector<std::string> globs = reader.strings(value, what);
+    for (const std::string& glob : globs) {
+      if (glob.empty()) reader.fail(value.Mark(), what + " has an empty glob");
+    }
+    (key == "include" ? file.include : file.exclude) = std::move(globs);
+  } else if (key == "read_from") {
+    const std::string text = reader.scalar(value, what);
+    if (text != "beginning" && text != "end") {
+      reader.fail(value.Mark(), what + " must be beginning or end, not '" + text + "'");
+    }
+    file.read_from_end = text == "end";
+  } else if (key == "glob_interval") {
+    file.glob_interval = reader.duration(value, what, Milliseconds(10), std::chrono::hours(1));
+  } else if (key == "rotate_wait") {
+    file.rotate_wait = reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
+  } else if (key == "partial_line_timeout") {
+    file.partial_line_timeout =
+        reader.duration(value, what, Milliseconds(1), std::chrono::hours(24));
+  } else if (key == "checkpoint_interval") {
+    file.checkpoint_interval =
+        reader.duration(value, what, Milliseconds(10), std::chrono::hours(1));
+  } else if (key == "max_line_bytes") {
+    file.max_line_bytes = reader.size(value, what, 64, 64U << 20U);
+  } else {
+    return false;
+  }
+  return true;
 }
 
 void read_input(const Reader& reader, const YAML::Node& node, const std::string& path,
@@ -160,9 +194,17 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   bool typed = false;
   bool formatted = false;
   YAML::Mark tls_mark = YAML::Mark::null_mark();
-  reader.each(node, path, {"name", "type", "listen", "format", "tls"},
+  YAML::Mark file_mark = YAML::Mark::null_mark();
+  reader.each(node, path,
+              {"name", "type", "listen", "format", "tls", "include", "exclude", "read_from",
+               "glob_interval", "rotate_wait", "partial_line_timeout", "checkpoint_interval",
+               "max_line_bytes"},
               [&](const std::string& key, const YAML::Node& value) {
                 const std::string what = Reader::join(path, key);
+                if (read_file_key(reader, key, value, what, input.file)) {
+                  if (file_mark.is_null()) file_mark = value.Mark();
+                  return;
+                }
                 if (key == "name") {
                   input.name = reader.scalar(value, what);
                   if (input.name.empty()) reader.fail(value.Mark(), what + " must not be empty");
@@ -171,8 +213,8 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
                   const std::optional<InputType> type = parse_input_type(text);
                   if (!type) {
                     reader.fail(value.Mark(), what +
-                                                  " must be syslog_tcp, syslog_udp, tcp, http "
-                                                  "or stdin, not '" +
+                                                  " must be syslog_tcp, syslog_udp, tcp, http, "
+                                                  "stdin or file, not '" +
                                                   text + "'");
                   }
                   input.type = *type;
@@ -205,7 +247,16 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   if (!node.IsMap()) reader.fail(node.Mark(), path + " must be a map");
   if (!typed) reader.fail(node.Mark(), path + " needs a type");
   if (input.name.empty()) input.name = to_string(input.type);
-  const bool lines = input.type == InputType::tcp || input.type == InputType::stdin_lines;
+  if (input.type == InputType::file && input.file.include.empty()) {
+    reader.fail(node.Mark(), path + " is a file input: it needs include (a list of globs)");
+  }
+  if (input.type != InputType::file && !file_mark.is_null()) {
+    reader.fail(file_mark, path +
+                               ": include, exclude, read_from and the other file settings are "
+                               "for file inputs");
+  }
+  const bool lines = input.type == InputType::tcp || input.type == InputType::stdin_lines ||
+                     input.type == InputType::file;
   if (!formatted && lines) input.format = stages::Format::combined;
   if (!formatted && input.type == InputType::http) input.format = stages::Format::json;
   if (!tls_mark.is_null()) {
@@ -296,10 +347,11 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
               });
         } else {
           reader.each(
-              node, key, {"metrics_listen", "auth_file", "drain_timeout", "limits"},
+              node, key, {"metrics_listen", "auth_file", "drain_timeout", "state_dir", "limits"},
               [&](const std::string& name, const YAML::Node& value) {
                 const std::string what = Reader::join(key, name);
                 if (name == "metrics_listen") config.metrics_listen = reader.scalar(value, what);
+                if (name == "state_dir") config.state_dir = reader.scalar(value, what);
                 if (name == "auth_file") config.auth_file = reader.scalar(value, what);
                 if (name == "drain_timeout") {
                   config.drain_timeout =
@@ -342,6 +394,8 @@ const char* to_string(InputType type) noexcept {
       return "stdin";
     case InputType::http:
       return "http";
+    case InputType::file:
+      return "file";
   }
   return "?";
 }

@@ -30,6 +30,7 @@ enum class InputType {
   tcp,          // plain lines, in any format `run` parses
   stdin_lines,  // the process's standard input, plain lines
   http,         // POST /ingest: lines, or JSON lines, in the body
+  file,         // files named by globs, followed as they grow (stages::FileTailer)
 };
 
 // TLS on a TCP or HTTP input: on when `cert` is set. With `client_ca`, a client must present a
@@ -43,12 +44,27 @@ struct TlsConfig {
   bool operator==(const TlsConfig&) const = default;
 };
 
+// A file input: what it follows and how (docs/serve.md, "File input").
+struct FileConfig {
+  std::vector<std::string> include{};
+  std::vector<std::string> exclude{};
+  bool read_from_end = false;  // files found at startup without a checkpoint
+  std::chrono::milliseconds glob_interval{1000};
+  std::chrono::milliseconds rotate_wait{5000};
+  std::chrono::milliseconds partial_line_timeout{5000};
+  std::chrono::milliseconds checkpoint_interval{1000};
+  std::size_t max_line_bytes = std::size_t{64} << 10;
+
+  bool operator==(const FileConfig&) const = default;
+};
+
 struct InputConfig {
   std::string name;  // unique; the `input` label of the metrics
   InputType type = InputType::syslog_tcp;
   std::string listen = "127.0.0.1:5514";  // HOST:PORT; port 0 picks a free one
   stages::Format format = stages::Format::syslog;
   TlsConfig tls{};
+  FileConfig file{};
 
   bool operator==(const InputConfig&) const = default;
 };
@@ -94,6 +110,7 @@ struct ServeConfig {
   std::string metrics_listen = "127.0.0.1:9464";  // "none": no endpoint
   std::string auth_file;
   std::chrono::milliseconds drain_timeout = std::chrono::seconds(30);
+  std::string state_dir = "/var/lib/log-ingest";  // file inputs' checkpoints, one per input
   LimitsConfig limits;
 };
 

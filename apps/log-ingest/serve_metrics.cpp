@@ -43,6 +43,15 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   per_input("log_ingest_tls_handshake_failures_total",
             "TLS handshakes that failed: no or a bad client certificate, or not TLS at all.",
             &InputCounters::tls_failures);
+  per_input("log_ingest_files", "Files a file input follows now.", &InputCounters::files,
+            MetricType::Gauge);
+  per_input("log_ingest_file_rotations_total",
+            "Files whose path went to another file or nowhere (read to their end).",
+            &InputCounters::rotations);
+  per_input("log_ingest_file_truncations_total", "Files found truncated (copytruncate).",
+            &InputCounters::truncations);
+  per_input("log_ingest_checkpoint_errors_total", "Checkpoints of a file input not saved.",
+            &InputCounters::checkpoint_errors);
 
   auto responses =
       prometheus::family("log_ingest_http_responses_total",
@@ -64,6 +73,17 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
                             static_cast<double>(InputCounters::read(input->dropped)));
   }
   families.push_back(std::move(dropped));
+
+  auto lost = prometheus::family(
+      "log_ingest_lost_bytes_total",
+      "Bytes known to be lost, by input and reason: truncated_before_read is what a file held "
+      "unread when it was truncated, with no copy of it under the globs.",
+      MetricType::Counter);
+  for (const InputCounters* input : inputs) {
+    prometheus::add_counter(lost, {{"input", input->name}, {"reason", "truncated_before_read"}},
+                            static_cast<double>(InputCounters::read(input->lost_truncated_bytes)));
+  }
+  families.push_back(std::move(lost));
 
   const Accounting& accounting = outputs_->accounting;
   auto written = prometheus::family("log_ingest_written_total", "Records written to the output.",

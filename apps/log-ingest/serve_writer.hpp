@@ -5,6 +5,10 @@
 //
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
+// Batches' ack tokens (a tailed file's checkpoint waits for them) are settled once their lines are
+// flushed: at once when each write flushes, otherwise kept until the flush that covers them; a
+// batch whose write failed has its token failed, so that its lines are read again after a restart.
+//
 // Contract: one worker (serial). `Accounting` counters are relaxed atomics, read from any thread;
 // once the pipeline has ended they are exact. ServeOutputs' members may be called from any thread
 // (its mutex serialises the files); `tick` and `reopen` never block, so the I/O thread may call
@@ -16,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "conveyor/stages/batch.hpp"
 #include "output_file.hpp"
@@ -55,8 +60,10 @@ class ServeOutputs {
 
  private:
   void reopen_if_asked();
+  void settle_if_flushed();
 
-  std::mutex mutex_;                 // guards the files
+  std::mutex mutex_;                 // guards the files and the tokens
+  std::vector<AckToken> unflushed_;  // of batches written, not flushed yet
   std::atomic<bool> reopen_{false};  // asked for, not done yet
   OutputFile records_;
   OutputFile dead_letters_;

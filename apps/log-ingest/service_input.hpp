@@ -27,6 +27,9 @@ class ServiceInput {
   virtual void start() = 0;
   virtual void stop_accepting() = 0;
   virtual void close_all() = 0;
+  // The pipeline failed and dropped what was in flight: save no more positions past it (file
+  // inputs). Others have nothing to do.
+  virtual void abandon() {}
   [[nodiscard]] virtual bool finished() const = 0;
   // Where it listens, as a URL (tcp://127.0.0.1:5514), for the log.
   [[nodiscard]] virtual std::string where() const = 0;

@@ -34,8 +34,10 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
   auto storage = std::make_shared<BatchStorage>();
   storage->chunk = std::move(chunk);
   const Chunk& in = storage->chunk;
-  const Input& input = *in.input;
   Batch batch;
+  // The token goes with the batch, which outlives the chunk when a summary counts it here.
+  batch.ack = std::move(storage->chunk.ack);
+  const Input& input = *in.input;
   batch.partitions.resize(summary != nullptr || config.partitions == 0 ? 1 : config.partitions);
   LineCounts& counts = batch.counts;
   // Room for the records at once (about 1.4 times the text for access logs, less for JSON lines),

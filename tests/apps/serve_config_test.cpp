@@ -171,4 +171,45 @@ outputs:
             std::string::npos);
 }
 
+TEST(ServeConfig, FileInputs) {
+  const ServeConfig config = parse_serve_config(R"(
+inputs:
+  - name: nginx
+    type: file
+    include: ["/var/log/nginx/**/*.log"]
+    exclude: ["/var/log/nginx/old/*"]
+    read_from: end
+    glob_interval: 2s
+    rotate_wait: 10s
+    partial_line_timeout: 500ms
+    checkpoint_interval: 250ms
+    max_line_bytes: 1MiB
+service:
+  state_dir: /tmp/state
+)",
+                                                "file.yaml");
+  ASSERT_EQ(config.inputs.size(), 1U);
+  const auto& file = config.inputs[0].file;
+  EXPECT_EQ(config.inputs[0].type, InputType::file);
+  EXPECT_EQ(config.inputs[0].format, conveyor::stages::Format::combined);
+  EXPECT_EQ(file.include, std::vector<std::string>{"/var/log/nginx/**/*.log"});
+  EXPECT_EQ(file.exclude, std::vector<std::string>{"/var/log/nginx/old/*"});
+  EXPECT_TRUE(file.read_from_end);
+  EXPECT_EQ(file.glob_interval, std::chrono::seconds(2));
+  EXPECT_EQ(file.rotate_wait, std::chrono::seconds(10));
+  EXPECT_EQ(file.partial_line_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(file.checkpoint_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(file.max_line_bytes, 1U << 20U);
+  EXPECT_EQ(config.state_dir, "/tmp/state");
+
+  EXPECT_NE(error_of("inputs:\n  - {type: file}\n").find("it needs include"), std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: tcp, include: [a]}\n").find("are for file inputs"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: file, include: [a], read_from: middle}\n")
+                .find("must be beginning or end"),
+            std::string::npos);
+  EXPECT_NE(error_of("inputs:\n  - {type: file, include: [\"\"]}\n").find("an empty glob"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -27,6 +27,9 @@ struct Batch {
   std::string output;        // the records as JSON lines, when records are written
   std::string dead_letters;  // the rejected lines as dead-letter JSON lines, when kept
   LineCounts counts;
+  // The chunk's token (Chunk::ack), settled when the batch is destroyed; a sink that writes
+  // through a buffer keeps a copy until the buffer is flushed.
+  AckToken ack{};
 };
 
 // One partition of a batch, for the aggregation worker that owns the partition.

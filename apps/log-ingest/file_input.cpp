@@ -1,0 +1,193 @@
+// FileInput: the tailer's loop, inotify, and the checkpoint.
+#include "file_input.hpp"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "conveyor/stages/checkpoint_file.hpp"
+#include "conveyor/stages/file_tailer.hpp"
+
+namespace conveyor::log_ingest {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// inotify on directories, as a wake-up: which files changed is the tailer's business.
+class DirectoryWatch {
+ public:
+  DirectoryWatch() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {}
+  ~DirectoryWatch() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirectoryWatch(const DirectoryWatch&) = delete;
+  DirectoryWatch& operator=(const DirectoryWatch&) = delete;
+
+  void watch(const std::vector<std::string>& directories) {
+    if (fd_ < 0) return;
+    for (const std::string& directory : directories) {
+      if (!watched_.insert(directory).second) continue;
+      (void)::inotify_add_watch(fd_, directory.c_str(),
+                                IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                                    IN_DELETE_SELF | IN_MOVE_SELF);
+    }
+  }
+
+  // Waits up to `timeout` for a change; true when files may have come or gone.
+  bool wait(std::chrono::milliseconds timeout) {
+    if (fd_ < 0) {
+      std::this_thread::sleep_for(timeout);
+      return false;
+    }
+    pollfd ready{.fd = fd_, .events = POLLIN, .revents = 0};
+    if (::poll(&ready, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    bool structure = false;
+    alignas(inotify_event) std::array<char, 16384> buffer{};
+    for (;;) {
+      const ssize_t got = ::read(fd_, buffer.data(), buffer.size());
+      if (got <= 0) break;
+      for (std::size_t at = 0; at < static_cast<std::size_t>(got);) {
+        inotify_event event{};
+        std::memcpy(&event, buffer.data() + at, sizeof event);
+        if ((event.mask & ~static_cast<std::uint32_t>(IN_MODIFY)) != 0) structure = true;
+        if ((event.mask & IN_IGNORED) != 0) watched_.clear();  // a directory went: watch again
+        at += sizeof(inotify_event) + event.len;
+      }
+    }
+    return structure;
+  }
+
+ private:
+  int fd_;
+  std::set<std::string> watched_;
+};
+
+std::size_t lines_in(const stages::Chunk& chunk) {
+  std::size_t lines =
+      static_cast<std::size_t>(std::count(chunk.text.begin(), chunk.text.end(), '\n'));
+  if (!chunk.text.empty() && chunk.text.back() != '\n') ++lines;
+  return lines + chunk.overlong.size();
+}
+
+}  // namespace
+
+FileInput::FileInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress,
+                     InputCounters& counters, std::string state_dir)
+    : ServiceInput(config, limits, ingress, counters), state_dir_(std::move(state_dir)) {}
+
+FileInput::~FileInput() {
+  stop_accepting();
+  closing_.store(true, std::memory_order_relaxed);
+  if (follower_.joinable()) follower_.join();
+}
+
+std::string FileInput::checkpoint_path() const {
+  return (std::filesystem::path(state_dir_) / (config_.name + ".checkpoint")).string();
+}
+
+std::string FileInput::where() const {
+  std::string globs;
+  for (const std::string& glob : config_.file.include)
+    globs += (globs.empty() ? "" : " ") + glob;
+  return "file:" + globs + " (checkpoint " + checkpoint_path() + ")";
+}
+
+void FileInput::start() {
+  std::error_code error;
+  std::filesystem::create_directories(state_dir_, error);
+  follower_ = std::thread([this] { follow(); });
+}
+
+void FileInput::follow() {
+  const stages::CheckpointFile checkpoint(checkpoint_path());
+  stages::CheckpointLoad loaded = checkpoint.load();
+  if (loaded.status == stages::CheckpointLoad::Status::corrupt) {
+    std::fprintf(stderr,
+                 "log-ingest: input '%s': the checkpoint %s is unusable: %s. Every file is read "
+                 "from its beginning: lines may come again, none is lost\n",
+                 config_.name.c_str(), checkpoint.path().c_str(), loaded.problem.c_str());
+  }
+  const FileConfig& file = config_.file;
+  stages::FileTailer tailer({.include = file.include,
+                             .exclude = file.exclude,
+                             .start_at_end = file.read_from_end,
+                             .glob_interval = file.glob_interval,
+                             .rotate_wait = file.rotate_wait,
+                             .partial_line_timeout = file.partial_line_timeout,
+                             .max_line_bytes = file.max_line_bytes},
+                            *input_, std::move(loaded.entries));
+  std::vector<stages::CheckpointEntry> saved = tailer.checkpoint();
+  Clock::time_point last_save = Clock::now();
+  const auto save = [&](bool always) {
+    if (abandoned_.load(std::memory_order_relaxed)) return;
+    std::vector<stages::CheckpointEntry> entries = tailer.checkpoint();
+    if (!always && entries == saved) return;
+    try {
+      checkpoint.save(entries);
+      saved = std::move(entries);
+    } catch (const std::exception& failure) {
+      InputCounters::add(counters_.checkpoint_errors, 1);
+      std::fprintf(stderr, "log-ingest: input '%s': %s\n", config_.name.c_str(), failure.what());
+    }
+  };
+  const auto publish = [&] {
+    const stages::TailStats& stats = tailer.stats();
+    counters_.files.store(stats.files.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    counters_.rotations.store(stats.rotations.load(std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+    counters_.truncations.store(stats.truncations.load(std::memory_order_relaxed),
+                                std::memory_order_relaxed);
+    counters_.lost_truncated_bytes.store(stats.lost_truncated_bytes.load(std::memory_order_relaxed),
+                                         std::memory_order_relaxed);
+    counters_.bytes.store(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  };
+  const auto emit = [this](stages::Chunk&& chunk) {
+    AckToken token =
+        chunk.ack;  // failed if the Ingress refuses the chunk, so that it is read again
+    Delivery delivery;
+    delivery.messages = lines_in(chunk);
+    delivery.chunk = std::move(chunk);
+    if (!ingress_.push(std::move(delivery), counters_)) {
+      token.fail();
+      return false;
+    }
+    return true;
+  };
+
+  DirectoryWatch watch;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const std::size_t read = tailer.poll(emit);
+    watch.watch(tailer.directories());
+    publish();
+    if (Clock::now() - last_save >= file.checkpoint_interval) {
+      save(false);
+      last_save = Clock::now();
+    }
+    if (read == 0 && watch.wait(std::chrono::milliseconds(100))) tailer.rescan();
+  }
+  finished_.store(true, std::memory_order_release);
+  // Everything read is in the Ingress. The last checkpoint waits for the outputs to write it all
+  // (the service drains, then destroys the input), saving on the way.
+  while (!closing_.load(std::memory_order_relaxed) && !tailer.acknowledged()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (Clock::now() - last_save >= file.checkpoint_interval) {
+      save(false);
+      last_save = Clock::now();
+    }
+  }
+  publish();
+  save(true);
+}
+
+}  // namespace conveyor::log_ingest
