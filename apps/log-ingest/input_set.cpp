@@ -80,7 +80,13 @@ std::string InputSet::reload(const std::vector<InputConfig>& inputs, const Limit
     }
     // Retired first, so that a changed input can bind its address again.
     running.input->stop_accepting();
-    retired_.push_back({std::move(running.input), deadline});
+    if (running.config.type == InputType::file && wanted != inputs.end()) {
+      // Its checkpoint is saved before the new one reads it: two never share it. Lines still in
+      // flight are read again by the new one (at least once).
+      running.input.reset();
+    } else {
+      retired_.push_back({std::move(running.input), deadline});
+    }
     if (wanted != inputs.end()) {
       ++reopened;
       to_open.push_back(*wanted);
@@ -91,7 +97,7 @@ std::string InputSet::reload(const std::vector<InputConfig>& inputs, const Limit
   std::size_t added = 0;
   for (const InputConfig& config : inputs) {
     const bool known = std::find(before.begin(), before.end(), config.name) != before.end();
-    if (!known && listens(config.type)) {
+    if (!known && config.type != InputType::stdin_lines) {
       ++added;
       to_open.push_back(config);
     }
