@@ -12,7 +12,9 @@
 #include <string_view>
 #include <utility>
 
+#include "byte_stream.hpp"
 #include "conveyor/framework/ack.hpp"
+#include "conveyor/stages/file_source.hpp"
 #include "conveyor/stages/path_glob.hpp"
 #include "line_assembler.hpp"
 
@@ -76,6 +78,10 @@ struct FileTailer::File {
   std::uint64_t start = 0;        // the offset committed before any acknowledgement
   std::uint64_t unread_lost = 0;  // parked: bytes known to be there, unread, when truncated
   std::unique_ptr<detail::LineAssembler> assembler;
+  // gzip: inflated from the start, once; `skip` bytes were handed out before a restart.
+  std::unique_ptr<detail::ByteStream> gzip;
+  std::uint64_t skip = 0;
+  bool complete = false;
   std::shared_ptr<AckLedger> ledger;
   std::shared_ptr<const Input> input;
   const File* copy_of = nullptr;
@@ -177,7 +183,8 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
     file.fingerprint = entry->fingerprint;
     file.fingerprint_length = entry->fingerprint_length;
     file.start = entry->offset;
-    if (size < file.start) {  // truncated while the service was down
+    // Truncated while the service was down (a gzip file's offset counts inflated bytes).
+    if (size < file.start && !head.starts_with("\x1f\x8b")) {
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
@@ -225,6 +232,14 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
 
 void FileTailer::adopt(File& file) {
   file.position = file.start;
+  if (head_of(file.fd, 2) == "\x1f\x8b") {
+    // A compressed file (a rotated *.gz): read once, from its start, never followed.
+    const int fd = ::fcntl(file.fd, F_DUPFD_CLOEXEC, 0);
+    if (fd >= 0) {
+      file.gzip = std::make_unique<detail::ByteStream>(fd, file.path, -1);
+      file.skip = file.start;
+    }
+  }
   // Line numbers are known only when reading from the beginning.
   file.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes,
                                                            file.start == 0 ? 1 : 0, file.start);
@@ -316,10 +331,52 @@ void FileTailer::scan(Clock::time_point now) {
   scan_due_ = false;
 }
 
+std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_point now,
+                                  bool& stopped) {
+  std::size_t total = 0;
+  for (int reads = 0; reads < 4 && !file.complete; ++reads) {
+    std::size_t kept = 0;
+    std::string buffer = file.assembler->buffer(options_.read_bytes, kept);
+    std::size_t got = 0;
+    try {
+      got = file.gzip->read(buffer.data() + kept, options_.read_bytes);
+    } catch (const InputError&) {
+      stats_.gzip_errors.fetch_add(1, std::memory_order_relaxed);
+      got = 0;  // what could be inflated was handed out; the rest cannot be
+    }
+    // What a run before a restart handed out already.
+    const auto skipped = static_cast<std::size_t>(std::min<std::uint64_t>(file.skip, got));
+    file.skip -= skipped;
+    buffer.erase(kept, skipped);
+    buffer.resize(kept + got - skipped);
+    total += got - skipped;
+    file.last_growth = now;
+    std::optional<detail::Cut> cut;
+    if (got == 0) {
+      (void)file.assembler->cut(std::move(buffer));
+      cut = file.assembler->finish(false);
+      file.complete = true;
+    } else {
+      cut = file.assembler->cut(std::move(buffer));
+    }
+    if (cut) {
+      cut->chunk.input = file.input;
+      cut->chunk.ack = file.ledger->issue(cut->end);
+      if (!emit(std::move(cut->chunk))) {
+        stopped = true;
+        break;
+      }
+    }
+  }
+  stats_.bytes.fetch_add(total, std::memory_order_relaxed);
+  return total;
+}
+
 std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now, bool& stopped) {
   if (file.fd < 0 || (file.state != File::State::live && file.state != File::State::detached)) {
     return 0;
   }
+  if (file.gzip) return read_gzip(file, emit, now, stopped);
   const std::uint64_t size = size_of(file.fd);
   if (size < file.position) {
     truncated(file, now);
@@ -375,7 +432,7 @@ void FileTailer::release_idle(Clock::time_point now) {
   for (auto& file : files_) {
     switch (file->state) {
       case File::State::detached:
-        if (file->fd >= 0 && file->position >= size_of(file->fd) &&
+        if (file->fd >= 0 && (file->gzip ? file->complete : file->position >= size_of(file->fd)) &&
             file->assembler->carried() == 0 && now - file->last_growth >= options_.rotate_wait) {
           file->close();
         }

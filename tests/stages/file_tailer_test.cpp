@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <chrono>
 #include <filesystem>
@@ -353,6 +354,35 @@ TEST_F(FileTailerTest, ADeletedFileIsReadToItsEndThenClosed) {
   (void)settle(tailer, out, now + 2s);
   EXPECT_EQ(tailer.stats().open_files.load(), 0U);
   EXPECT_TRUE(tailer.checkpoint().empty());
+}
+
+// A compressed file under the globs (a rotated *.gz) is read once, whole, and not again after a
+// restart.
+TEST_F(FileTailerTest, AGzipFileIsReadOnceWhole) {
+  {
+    gzFile out = ::gzopen(path("old.log.gz").c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    for (int i = 0; i < 5000; ++i) {
+      const std::string line = "z-" + std::to_string(i) + "\n";
+      ASSERT_EQ(::gzwrite(out, line.data(), static_cast<unsigned>(line.size())),
+                static_cast<int>(line.size()));
+    }
+    ::gzclose(out);
+  }
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(options({path("*.gz")}), Input{"files"}, {});
+    Collected out;
+    (void)settle(tailer, out, Clock::now());
+    EXPECT_TRUE(out.each_once("z-", 0, 5000));
+    EXPECT_EQ(out.lines.size(), 5000U);
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  FileTailer again(options({path("*.gz")}), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.lines.empty());
 }
 
 TEST(PathGlob, DoubleStarCrossesDirectoriesAndStarDoesNot) {

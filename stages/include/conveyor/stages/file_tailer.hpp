@@ -19,6 +19,8 @@
 //   it is read again from 0. A file whose first bytes are those of the truncated one (its copy)
 //   goes on from where the truncated one was; if none appears within `rotate_wait`, the bytes
 //   known to have been there unread are counted as lost (`lost_truncated_bytes`).
+// - A gzip file (by its magic number, such as a rotated `*.gz`) is inflated and read once, from
+//   its start, and never followed; after a restart what was handed out is skipped.
 // - Partial lines are held until their newline, or handed out after `partial_line_timeout`.
 //   Lines over `max_line_bytes` are dead-lettered with their head (LineAssembler); offsets stay
 //   exact either way.
@@ -69,6 +71,7 @@ struct TailStats {
   std::atomic<std::uint64_t> copies{0};       // copies that went on from a truncated file
   std::atomic<std::uint64_t> lost_truncated_bytes{0};
   std::atomic<std::uint64_t> glob_truncated{0};  // looks that found more than max_files
+  std::atomic<std::uint64_t> gzip_errors{0};     // compressed files that could not all be read
 };
 
 class FileTailer {
@@ -101,6 +104,7 @@ class FileTailer {
   bool identify(File& file, Clock::time_point now);
   void adopt(File& file);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
+  std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
   void release_idle(Clock::time_point now);
 
