@@ -125,7 +125,9 @@ void FileInput::follow() {
                              .glob_interval = file.glob_interval,
                              .rotate_wait = file.rotate_wait,
                              .partial_line_timeout = file.partial_line_timeout,
-                             .max_line_bytes = file.max_line_bytes},
+                             .max_line_bytes = file.max_line_bytes,
+                             .max_open_files = file.max_open_files,
+                             .close_idle = file.close_idle},
                             *input_, std::move(loaded.entries));
   std::vector<stages::CheckpointEntry> saved = tailer.checkpoint();
   Clock::time_point last_save = Clock::now();

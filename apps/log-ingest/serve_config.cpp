@@ -182,6 +182,10 @@ bool read_file_key(const Reader& reader, const std::string& key, const YAML::Nod
         reader.duration(value, what, Milliseconds(10), std::chrono::hours(1));
   } else if (key == "max_line_bytes") {
     file.max_line_bytes = reader.size(value, what, 64, 64U << 20U);
+  } else if (key == "max_open_files") {
+    file.max_open_files = reader.number(value, what, 1, 1U << 20U);
+  } else if (key == "close_idle") {
+    file.close_idle = reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
   } else {
     return false;
   }
@@ -198,7 +202,7 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   reader.each(node, path,
               {"name", "type", "listen", "format", "tls", "include", "exclude", "read_from",
                "glob_interval", "rotate_wait", "partial_line_timeout", "checkpoint_interval",
-               "max_line_bytes"},
+               "max_line_bytes", "max_open_files", "close_idle"},
               [&](const std::string& key, const YAML::Node& value) {
                 const std::string what = Reader::join(path, key);
                 if (read_file_key(reader, key, value, what, input.file)) {

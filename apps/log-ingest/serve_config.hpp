@@ -54,6 +54,8 @@ struct FileConfig {
   std::chrono::milliseconds partial_line_timeout{5000};
   std::chrono::milliseconds checkpoint_interval{1000};
   std::size_t max_line_bytes = std::size_t{64} << 10;
+  std::size_t max_open_files = 1024;
+  std::chrono::milliseconds close_idle = std::chrono::minutes(5);
 
   bool operator==(const FileConfig&) const = default;
 };

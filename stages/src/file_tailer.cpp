@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "byte_stream.hpp"
@@ -32,6 +33,19 @@ std::uint64_t hash_of(std::string_view bytes) noexcept {
     hash *= 0x100000001b3ULL;
   }
   return hash;
+}
+
+// hashes[k] is the hash of the first k bytes of `bytes` (hashes[0] of none), in one pass.
+std::vector<std::uint64_t> prefix_hashes(std::string_view bytes) {
+  std::vector<std::uint64_t> hashes(bytes.size() + 1);
+  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  hashes[0] = hash;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    hash ^= static_cast<unsigned char>(bytes[i]);
+    hash *= 0x100000001b3ULL;
+    hashes[i + 1] = hash;
+  }
+  return hashes;
 }
 
 // The first `size` bytes of `fd` (fewer if it is shorter).
@@ -104,6 +118,12 @@ FileTailer::FileTailer(TailOptions options, const Input& input,
                        std::vector<CheckpointEntry> restored)
     : options_(std::move(options)), input_(input), restored_(std::move(restored)) {
   options_.fingerprint_bytes = std::max<std::size_t>(options_.fingerprint_bytes, 1);
+  claimed_.assign(restored_.size(), false);
+  for (std::size_t i = 0; i < restored_.size(); ++i) {
+    restored_by_inode_.emplace(InodeKey{restored_[i].device, restored_[i].inode}, i);
+    restored_by_fingerprint_.emplace(restored_[i].fingerprint, i);
+    longest_restored_ = std::max<std::size_t>(longest_restored_, restored_[i].fingerprint_length);
+  }
 }
 
 FileTailer::~FileTailer() = default;
@@ -113,19 +133,22 @@ void FileTailer::track(const std::string& path, Clock::time_point now) {
   if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return;
   const auto device = static_cast<std::uint64_t>(status.st_dev);
   const auto inode = static_cast<std::uint64_t>(status.st_ino);
-  for (const auto& file : files_) {
-    if (file->device != device || file->inode != inode || file->state == File::State::parked) {
-      continue;
-    }
+  if (const auto known = by_inode_.find(InodeKey{device, inode}); known != by_inode_.end()) {
+    File* const file = known->second;
     file->seen = true;
-    if (file->path != path) file->path = path;  // renamed to another name the globs take
-    if (file->state == File::State::detached) {
-      file->state = File::State::live;  // back under the globs
-      if (file->fd < 0) file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file->path != path) file->path = path;   // renamed to another name the globs take
+    if (file->state == File::State::detached) {  // back under the globs
+      file->state = file->assembler ? File::State::live : File::State::waiting;
+    }
+    // Closed while idle (or detached): opened again once it has something to read.
+    if (file->fd < 0 && static_cast<std::uint64_t>(status.st_size) != file->size_seen &&
+        open_files() < options_.max_open_files) {
+      file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     }
     if (file->state == File::State::waiting) (void)identify(*file, now);
     return;
   }
+  if (open_files() >= options_.max_open_files) return;  // found again at a later look
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   auto file = std::make_unique<File>();
@@ -137,17 +160,22 @@ void FileTailer::track(const std::string& path, Clock::time_point now) {
   file->last_growth = now;
   file->found_first = first_scan_;
   file->seen = true;
+  by_inode_[InodeKey{device, inode}] = file.get();
   (void)identify(*file, now);
   files_.push_back(std::move(file));
+}
+
+std::size_t FileTailer::open_files() const {
+  return static_cast<std::size_t>(
+      std::count_if(files_.begin(), files_.end(),
+                    [](const std::unique_ptr<File>& file) { return file->fd >= 0; }));
 }
 
 bool FileTailer::identify(File& file, Clock::time_point now) {
   if (file.fd < 0) return false;
   const std::uint64_t size = size_of(file.fd);
-  std::size_t longest = options_.fingerprint_bytes;
-  for (const CheckpointEntry& entry : restored_)
-    longest = std::max<std::size_t>(longest, entry.fingerprint_length);
-  const std::string head = head_of(file.fd, longest);
+  const std::string head =
+      head_of(file.fd, std::max(options_.fingerprint_bytes, longest_restored_));
   const std::string_view first(head.data(), std::min(head.size(), options_.fingerprint_bytes));
   const std::size_t newline = first.find('\n');
   std::size_t length = 0;
@@ -160,44 +188,52 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
   } else {
     return false;
   }
+  const std::vector<std::uint64_t> hashes = prefix_hashes(head);
   file.fingerprint_length = static_cast<std::uint32_t>(length);
-  file.fingerprint = hash_of(first.substr(0, length));
+  file.fingerprint = hashes[length];
   const auto matches = [&](std::uint64_t fingerprint, std::uint32_t over) {
-    return over <= head.size() && hash_of(std::string_view(head).substr(0, over)) == fingerprint;
+    return over < hashes.size() && hashes[over] == fingerprint;
   };
 
   // Where it starts: a restored entry of this inode, then one of its first bytes (renamed or
   // copied while the service was down), then a truncated file it is the copy of.
-  auto entry = std::find_if(restored_.begin(), restored_.end(), [&](const CheckpointEntry& e) {
-    return e.device == file.device && e.inode == file.inode &&
-           matches(e.fingerprint, e.fingerprint_length);
-  });
-  if (entry == restored_.end()) {
-    entry = std::find_if(restored_.begin(), restored_.end(), [&](const CheckpointEntry& e) {
-      return (e.device != file.device || e.inode != file.inode) &&
-             matches(e.fingerprint, e.fingerprint_length);
-    });
+  std::optional<std::size_t> entry;
+  const auto [same_inode, same_inode_end] =
+      restored_by_inode_.equal_range(InodeKey{file.device, file.inode});
+  for (auto it = same_inode; it != same_inode_end && !entry; ++it) {
+    const CheckpointEntry& e = restored_[it->second];
+    if (!claimed_[it->second] && matches(e.fingerprint, e.fingerprint_length)) entry = it->second;
+  }
+  for (std::size_t over = 1; over < hashes.size() && !entry; ++over) {
+    const auto [begin, end] = restored_by_fingerprint_.equal_range(hashes[over]);
+    for (auto it = begin; it != end && !entry; ++it) {
+      const CheckpointEntry& e = restored_[it->second];
+      if (!claimed_[it->second] && e.fingerprint_length == over &&
+          (e.device != file.device || e.inode != file.inode)) {
+        entry = it->second;
+      }
+    }
   }
   file.ledger = std::make_shared<AckLedger>();
-  if (entry != restored_.end()) {
-    file.fingerprint = entry->fingerprint;
-    file.fingerprint_length = entry->fingerprint_length;
-    file.start = entry->offset;
+  if (entry) {
+    const CheckpointEntry& e = restored_[*entry];
+    file.fingerprint = e.fingerprint;
+    file.fingerprint_length = e.fingerprint_length;
+    file.start = e.offset;
     // Truncated while the service was down (a gzip file's offset counts inflated bytes).
     if (size < file.start && !head.starts_with("\x1f\x8b")) {
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
-    restored_.erase(entry);
+    claimed_[*entry] = true;
     adopt(file);
     return true;
   }
-  for (auto& other : files_) {
-    if (other.get() == &file || (other->device == file.device && other->inode == file.inode)) {
-      continue;
-    }
-    if (other->fingerprint_length != file.fingerprint_length ||
-        other->fingerprint != file.fingerprint) {
+  const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
+  for (auto it = twins; it != twins_end; ++it) {
+    File* const other = it->second;
+    if (other == &file || (other->device == file.device && other->inode == file.inode) ||
+        other->fingerprint_length != file.fingerprint_length) {
       continue;
     }
     if (other->state == File::State::parked) {
@@ -217,17 +253,33 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
       other->state = File::State::detached;  // released at the next look (nothing left)
       other->position = 0;
       other->unread_lost = 0;
+      unindex(*other);
+      index(file);
       return true;
     }
     if (other->state == File::State::live || other->state == File::State::detached) {
       file.state = File::State::copy;  // a copy made before its source is truncated
-      file.copy_of = other.get();
+      file.copy_of = other;
       return true;
     }
   }
   file.start = file.found_first && options_.start_at_end ? size : 0;
   adopt(file);
   return true;
+}
+
+void FileTailer::index(File& file) {
+  by_fingerprint_.emplace(file.fingerprint, &file);
+}
+
+void FileTailer::unindex(File& file) {
+  const auto [begin, end] = by_fingerprint_.equal_range(file.fingerprint);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second == &file) {
+      by_fingerprint_.erase(it);
+      return;
+    }
+  }
 }
 
 void FileTailer::adopt(File& file) {
@@ -247,10 +299,12 @@ void FileTailer::adopt(File& file) {
   input.file = file.path;
   file.input = std::make_shared<const Input>(std::move(input));
   file.state = File::State::live;
+  index(file);
 }
 
 void FileTailer::truncated(File& file, Clock::time_point now) {
   stats_.truncations.fetch_add(1, std::memory_order_relaxed);
+  unindex(file);  // its first bytes are gone
   // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
   File* copy = nullptr;
   for (auto& other : files_) {
@@ -267,6 +321,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     copy->state = File::State::live;
     copy->copy_of = nullptr;
     copy->last_growth = now;
+    index(*copy);
     stats_.copies.fetch_add(1, std::memory_order_relaxed);
   } else {
     auto parked = std::make_unique<File>();
@@ -283,6 +338,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->ledger = std::move(file.ledger);
     parked->input = file.input;
     parked->found = now;
+    index(*parked);
     files_.push_back(std::move(parked));
   }
   // The file itself starts again, as a new one.
@@ -452,8 +508,14 @@ void FileTailer::release_idle(Clock::time_point now) {
           adopt(*file);
         }
         break;
-      case File::State::waiting:
       case File::State::live:
+        // Idle and read to its end: closed, and opened again by a look that finds it grown.
+        if (file->fd >= 0 && !file->gzip && file->assembler && file->assembler->carried() == 0 &&
+            now - file->last_growth >= options_.close_idle && file->position >= size_of(file->fd)) {
+          file->close();
+        }
+        break;
+      case File::State::waiting:
         break;
     }
   }
@@ -465,14 +527,24 @@ void FileTailer::release_idle(Clock::time_point now) {
            ((file->state == File::State::detached && file->fd < 0) ||
             (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
   };
+  bool any = false;
   for (const auto& file : files_) {
     if (!forgotten(file)) continue;
+    any = true;
+    unindex(*file);
+    const auto known = by_inode_.find(InodeKey{file->device, file->inode});
+    if (known != by_inode_.end() && known->second == file.get()) by_inode_.erase(known);
     for (auto& other : files_) {
       if (other->copy_of == file.get()) other->copy_of = nullptr;
     }
   }
-  std::erase_if(files_, forgotten);
-  if (!first_scan_ && now - first_scan_at_ >= options_.rotate_wait) restored_.clear();
+  if (any) std::erase_if(files_, forgotten);
+  if (!first_scan_ && !restored_.empty() && now - first_scan_at_ >= options_.rotate_wait) {
+    restored_.clear();
+    claimed_.clear();
+    restored_by_inode_.clear();
+    restored_by_fingerprint_.clear();
+  }
 }
 
 std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
@@ -485,16 +557,16 @@ std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
     total += read(file, emit, now, stopped);
   }
   release_idle(now);
-  std::uint64_t open = 0;
-  for (const auto& file : files_)
-    open += file->fd >= 0 ? 1 : 0;
   stats_.files.store(files_.size(), std::memory_order_relaxed);
-  stats_.open_files.store(open, std::memory_order_relaxed);
+  stats_.open_files.store(open_files(), std::memory_order_relaxed);
   return total;
 }
 
 std::vector<CheckpointEntry> FileTailer::checkpoint() const {
-  std::vector<CheckpointEntry> entries = restored_;
+  std::vector<CheckpointEntry> entries;
+  for (std::size_t i = 0; i < restored_.size(); ++i) {
+    if (!claimed_[i]) entries.push_back(restored_[i]);
+  }
   for (const auto& file : files_) {
     if (file->state == File::State::waiting || file->state == File::State::copy || !file->ledger) {
       continue;

@@ -184,6 +184,8 @@ inputs:
     partial_line_timeout: 500ms
     checkpoint_interval: 250ms
     max_line_bytes: 1MiB
+    max_open_files: 64
+    close_idle: 30s
 service:
   state_dir: /tmp/state
 )",
@@ -200,6 +202,8 @@ service:
   EXPECT_EQ(file.partial_line_timeout, std::chrono::milliseconds(500));
   EXPECT_EQ(file.checkpoint_interval, std::chrono::milliseconds(250));
   EXPECT_EQ(file.max_line_bytes, 1U << 20U);
+  EXPECT_EQ(file.max_open_files, 64U);
+  EXPECT_EQ(file.close_idle, std::chrono::seconds(30));
   EXPECT_EQ(config.state_dir, "/tmp/state");
 
   EXPECT_NE(error_of("inputs:\n  - {type: file}\n").find("it needs include"), std::string::npos);

@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -383,6 +384,58 @@ TEST_F(FileTailerTest, AGzipFileIsReadOnceWhole) {
   Collected out;
   (void)settle(again, out, Clock::now());
   EXPECT_TRUE(out.lines.empty());
+}
+
+// 10,000 files under one glob: every line is read, no more than max_open_files descriptors are
+// ever open (idle files are closed and opened again when they grow), and memory is reported.
+TEST_F(FileTailerTest, TenThousandFilesStayUnderTheDescriptorCap) {
+  constexpr int files = 10'000;
+  fs::create_directories(dir_ / "many");
+  for (int i = 0; i < files; ++i)
+    append("many/f" + std::to_string(i) + ".log", "line-" + std::to_string(i) + "\n");
+  TailOptions many = options({path("many/*.log")});
+  many.max_open_files = 256;
+  many.close_idle = 0ms;
+  const auto rss_kib = [] {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+    return 0L;
+  };
+  const long before = rss_kib();
+  FileTailer tailer(many, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = Clock::now();
+  // Descriptors the process has open, counted while the tailer hands chunks out.
+  const auto descriptors = [] {
+    std::uint64_t count = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd"))
+      ++count;
+    return count;
+  };
+  const std::uint64_t baseline = descriptors();
+  std::uint64_t most_open = 0;
+  std::uint64_t emitted = 0;
+  const FileTailer::Emit collect = out.emit();
+  const FileTailer::Emit counting = [&](Chunk&& chunk) {
+    if (emitted++ % 50 == 0) most_open = std::max(most_open, descriptors() - baseline);
+    return collect(std::move(chunk));
+  };
+  for (int round = 0; round < 1000 && out.lines.size() < files; ++round) {
+    (void)tailer.poll(counting, now += 10ms);
+    out.release();
+  }
+  EXPECT_TRUE(out.each_once("line-", 0, files));
+  EXPECT_GT(most_open, 0U);
+  EXPECT_LE(most_open, 256U + 2);  // the cap, and the directory listing's own
+  EXPECT_EQ(tailer.stats().files.load(), static_cast<std::uint64_t>(files));
+  // A file that grows after it was closed is opened again and read on.
+  append("many/f7.log", "more-7\n");
+  for (int round = 0; round < 100 && out.lines.count("more-7") == 0; ++round)
+    (void)tailer.poll(out.emit(), now += 10ms);
+  EXPECT_EQ(out.lines.count("more-7"), 1U);
+  std::printf("10000 files: at most %llu open, %ld KiB more resident\n",
+              static_cast<unsigned long long>(most_open), rss_kib() - before);
 }
 
 TEST(PathGlob, DoubleStarCrossesDirectoriesAndStarDoesNot) {

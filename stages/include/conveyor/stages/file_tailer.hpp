@@ -30,6 +30,10 @@
 //   `rotate_wait` after the first look. Restored entries resume their file at their offset, found
 //   by inode or, after a copy, by first bytes.
 //
+// - Descriptors: at most `max_open_files`; a file read to its end and idle for `close_idle` is
+//   closed, and opened again by the look that finds it grown (inotify makes that look prompt).
+//   Files beyond the cap wait for a later look.
+//
 // Contract: one thread calls poll, rescan and checkpoint; `stats()` may be read from any thread.
 // `emit` may block (backpressure); when it returns false the tailer stops reading for this poll,
 // and the chunk's token must have been failed by whoever dropped it.
@@ -42,6 +46,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "conveyor/stages/checkpoint_file.hpp"
@@ -59,7 +64,9 @@ struct TailOptions {
   std::size_t max_line_bytes = std::size_t{64} << 10;
   std::size_t read_bytes = std::size_t{256} << 10;
   std::size_t fingerprint_bytes = 256;
-  std::size_t max_files = 10'000;
+  std::size_t max_files = 10'000;     // files a look takes (the first ones in path order)
+  std::size_t max_open_files = 1024;  // descriptors open at once
+  std::chrono::milliseconds close_idle{std::chrono::minutes(5)};
 };
 
 struct TailStats {
@@ -108,10 +115,30 @@ class FileTailer {
   void truncated(File& file, Clock::time_point now);
   void release_idle(Clock::time_point now);
 
+  struct InodeKey {
+    std::uint64_t device = 0;
+    std::uint64_t inode = 0;
+    bool operator==(const InodeKey&) const = default;
+  };
+  struct InodeHash {
+    std::size_t operator()(const InodeKey& key) const noexcept {
+      return std::hash<std::uint64_t>{}(key.inode * 0x9e3779b97f4a7c15ULL ^ key.device);
+    }
+  };
+  [[nodiscard]] std::size_t open_files() const;
+  void index(File& file);  // by its fingerprint, for copies to find it
+  void unindex(File& file);
+
   TailOptions options_;
   Input input_;
-  std::vector<CheckpointEntry> restored_;  // not matched to a file yet
+  std::vector<CheckpointEntry> restored_;  // from the checkpoint; `claimed_` once matched
+  std::vector<bool> claimed_;
+  std::unordered_multimap<InodeKey, std::size_t, InodeHash> restored_by_inode_;
+  std::unordered_multimap<std::uint64_t, std::size_t> restored_by_fingerprint_;
+  std::size_t longest_restored_ = 0;  // the longest fingerprint among them
   std::vector<std::unique_ptr<File>> files_;
+  std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
+  std::unordered_multimap<std::uint64_t, File*> by_fingerprint_;
   bool first_scan_ = true;
   bool scan_due_ = true;
   Clock::time_point last_scan_{};
