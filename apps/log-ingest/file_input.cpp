@@ -8,10 +8,14 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -27,7 +31,9 @@ using Clock = std::chrono::steady_clock;
 // inotify on directories, as a wake-up: which files changed is the tailer's business.
 class DirectoryWatch {
  public:
-  DirectoryWatch() : fd_(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {}
+  // Without inotify (`enabled` false, or where the kernel refuses it) it only sleeps.
+  explicit DirectoryWatch(bool enabled)
+      : fd_(enabled ? ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC) : -1) {}
   ~DirectoryWatch() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -80,6 +86,28 @@ std::size_t lines_in(const stages::Chunk& chunk) {
   return lines + chunk.overlong.size();
 }
 
+// For the tests: CONVEYOR_CHECKPOINT_FAULT=STEP (write, halfway, fsync_file, rename,
+// fsync_directory) kills the process with SIGKILL at that step of its first checkpoint save.
+std::function<void(stages::CheckpointStep)> checkpoint_fault() {
+  const char* text = std::getenv("CONVEYOR_CHECKPOINT_FAULT");
+  if (text == nullptr) return {};
+  static constexpr std::array<std::pair<std::string_view, stages::CheckpointStep>, 5> steps = {{
+      {"write", stages::CheckpointStep::write},
+      {"halfway", stages::CheckpointStep::halfway},
+      {"fsync_file", stages::CheckpointStep::fsync_file},
+      {"rename", stages::CheckpointStep::rename},
+      {"fsync_directory", stages::CheckpointStep::fsync_directory},
+  }};
+  for (const auto& [name, step] : steps) {
+    if (name == text) {
+      return [at = step](stages::CheckpointStep now) {
+        if (now == at) ::raise(SIGKILL);
+      };
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 FileInput::FileInput(const InputConfig& config, const LimitsConfig& limits, Ingress& ingress,
@@ -110,7 +138,7 @@ void FileInput::start() {
 }
 
 void FileInput::follow() {
-  const stages::CheckpointFile checkpoint(checkpoint_path());
+  const stages::CheckpointFile checkpoint(checkpoint_path(), checkpoint_fault());
   stages::CheckpointLoad loaded = checkpoint.load();
   if (loaded.status == stages::CheckpointLoad::Status::corrupt) {
     std::fprintf(stderr,
@@ -167,7 +195,7 @@ void FileInput::follow() {
     return true;
   };
 
-  DirectoryWatch watch;
+  DirectoryWatch watch(file.inotify);
   while (!stop_.load(std::memory_order_relaxed)) {
     const std::size_t read = tailer.poll(emit);
     watch.watch(tailer.directories());

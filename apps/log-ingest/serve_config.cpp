@@ -184,6 +184,12 @@ bool read_file_key(const Reader& reader, const std::string& key, const YAML::Nod
     file.max_line_bytes = reader.size(value, what, 64, 64U << 20U);
   } else if (key == "max_open_files") {
     file.max_open_files = reader.number(value, what, 1, 1U << 20U);
+  } else if (key == "watch") {
+    const std::string text = reader.scalar(value, what);
+    if (text != "inotify" && text != "poll") {
+      reader.fail(value.Mark(), what + " must be inotify or poll, not '" + text + "'");
+    }
+    file.inotify = text == "inotify";
   } else if (key == "close_idle") {
     file.close_idle = reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
   } else {
@@ -202,7 +208,7 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   reader.each(node, path,
               {"name", "type", "listen", "format", "tls", "include", "exclude", "read_from",
                "glob_interval", "rotate_wait", "partial_line_timeout", "checkpoint_interval",
-               "max_line_bytes", "max_open_files", "close_idle"},
+               "max_line_bytes", "max_open_files", "close_idle", "watch"},
               [&](const std::string& key, const YAML::Node& value) {
                 const std::string what = Reader::join(path, key);
                 if (read_file_key(reader, key, value, what, input.file)) {

@@ -321,4 +321,90 @@ TEST(LogIngestFile, TwoInputsNeverShareACheckpoint) {
   EXPECT_EQ(lines, 20U);
 }
 
+// SIGKILL at each step of a checkpoint save (a fault-injection hook in the writer): the service
+// always starts again, and no line is lost.
+TEST(LogIngestFile, KilledAtEveryStepOfACheckpointSaveItStartsAgain) {
+  conveyor::testing::Watchdog watchdog(180s);
+  for (const char* step : {"write", "halfway", "fsync_file", "rename", "fsync_directory"}) {
+    const TailSetup setup(std::string("fault-") + step,
+                          "  - {name: app, type: file, include: [\"LOGS/*.log\"], "
+                          "checkpoint_interval: 50ms}\n");
+    {
+      std::ofstream out(setup.logs() / "a.log");
+      for (int i = 0; i < 1000; ++i)
+        out << line_for(0, static_cast<std::uint64_t>(i));
+    }
+    ::setenv("CONVEYOR_CHECKPOINT_FAULT", step, 1);
+    auto dying = setup.start(0);
+    ::unsetenv("CONVEYOR_CHECKPOINT_FAULT");
+    for (int i = 0; i < 200 && dying->running(); ++i)
+      std::this_thread::sleep_for(50ms);
+    ASSERT_FALSE(dying->running()) << step << ": the hook did not kill it";
+    {
+      std::ofstream out(setup.logs() / "a.log", std::ios::app);
+      for (int i = 1000; i < 1100; ++i)
+        out << line_for(0, static_cast<std::uint64_t>(i));
+    }
+    auto again = setup.start(1);
+    ASSERT_TRUE(again->running()) << step << ":\n" << setup.logs_of_run(1);
+    for (int i = 0; i < 200 && paths_written(setup.dir() / "records.jsonl").size() < 1100; ++i)
+      std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(again->stop(SIGTERM, 60s), 0) << step << ":\n" << setup.logs_of_run(1);
+    EXPECT_EQ(paths_written(setup.dir() / "records.jsonl").size(), 1100U) << step;
+    EXPECT_FALSE(fs::exists(setup.dir() / "state" / "app.checkpoint.corrupt")) << step;
+  }
+}
+
+// inotify: a file created in a watched directory is found at once, long before the globs' next
+// look.
+TEST(LogIngestFile, InotifyFindsANewFileBeforeTheNextLook) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup("inotify",
+                        "  - {name: app, type: file, include: [\"LOGS/*.log\"], "
+                        "glob_interval: 1h}\n");
+  { std::ofstream(setup.logs() / "first.log") << line_for(0, 0); }
+  auto child = setup.start(0);
+  for (int i = 0; i < 100 && paths_written(setup.dir() / "records.jsonl").empty(); ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(paths_written(setup.dir() / "records.jsonl").size(), 1U) << setup.logs_of_run(0);
+  { std::ofstream(setup.logs() / "second.log") << line_for(1, 0) << line_for(1, 1); }
+  const auto start = std::chrono::steady_clock::now();
+  while (paths_written(setup.dir() / "records.jsonl").size() < 3 &&
+         std::chrono::steady_clock::now() - start < 10s)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(paths_written(setup.dir() / "records.jsonl").size(), 3U);
+  ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+}
+
+// Polling alone (watch: poll): growth, a rotation by rename and a new file are all followed.
+TEST(LogIngestFile, PollingAloneFollowsGrowthRotationAndNewFiles) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup("poll",
+                        "  - {name: app, type: file, include: [\"LOGS/*.log\"], "
+                        "watch: poll, glob_interval: 200ms, rotate_wait: 500ms}\n");
+  const auto write = [&](const char* name, int file, int from, int to) {
+    std::ofstream out(setup.logs() / name, std::ios::app);
+    for (int i = from; i < to; ++i)
+      out << line_for(file, static_cast<std::uint64_t>(i));
+  };
+  write("app.log", 0, 0, 100);
+  auto child = setup.start(0);
+  const auto wait_for = [&](std::size_t count) {
+    for (int i = 0; i < 200 && paths_written(setup.dir() / "records.jsonl").size() < count; ++i)
+      std::this_thread::sleep_for(50ms);
+    return paths_written(setup.dir() / "records.jsonl").size();
+  };
+  EXPECT_EQ(wait_for(100), 100U);
+  write("app.log", 0, 100, 150);
+  EXPECT_EQ(wait_for(150), 150U);
+  fs::rename(setup.logs() / "app.log", setup.logs() / "app.log.1");
+  write("app.log.1", 0, 150, 160);  // the writer still had it open
+  write("app.log", 1, 0, 20);
+  write("other.log", 2, 0, 20);
+  EXPECT_EQ(wait_for(200), 200U);
+  ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+  for (const auto& [path, count] : paths_written(setup.dir() / "records.jsonl"))
+    EXPECT_EQ(count, 1) << path;
+}
+
 }  // namespace
