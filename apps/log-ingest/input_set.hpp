@@ -79,10 +79,11 @@ class InputSet {
   Ingress& ingress_;
   std::string state_dir_;
   LimitsConfig limits_;
-  std::vector<Running> running_;
-  std::vector<Retired> retired_;
+  // Before the inputs, so that they outlive them: an input's thread counts until it is destroyed.
   mutable std::mutex counters_mutex_;  // guards counters_' shape (the counts are atomics)
   std::map<std::string, std::unique_ptr<InputCounters>> counters_;
+  std::vector<Running> running_;
+  std::vector<Retired> retired_;
 };
 
 }  // namespace conveyor::log_ingest

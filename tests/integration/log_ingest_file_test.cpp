@@ -210,7 +210,12 @@ void chaos(int signal, const std::string& name) {
     auto child = setup.start(run);
     ASSERT_TRUE(child->running()) << setup.logs_of_run(run);
     std::this_thread::sleep_for(std::chrono::milliseconds(300 + random() % 1200));
-    (void)child->stop(signal, 60s);
+    const int status = child->stop(signal, 60s);
+    // A clean stop must be clean: one that failed on its way out may not have saved its
+    // checkpoint.
+    if (signal == SIGTERM) {
+      EXPECT_EQ(status, 0) << setup.logs_of_run(run);
+    }
     ++stops;
     ++run;
     std::this_thread::sleep_for(std::chrono::milliseconds(random() % 500));
@@ -241,6 +246,20 @@ void chaos(int signal, const std::string& name) {
         continue;
       }
       duplicates += static_cast<std::uint64_t>(it->second - 1);
+    }
+  }
+  if (duplicates != 0) {  // where the first ones were read from, to tell why
+    std::ifstream records(setup.dir() / "records.jsonl");
+    int shown = 0;
+    for (std::string line; std::getline(records, line) && shown < 6;) {
+      static const std::regex fields(
+          R"rx("path":"(/f[0-9]+/[0-9]+)".*"file":"([^"]*)","offset":([0-9]+))rx");
+      std::smatch match;
+      if (std::regex_search(line, match, fields) && counts[match[1]] > 1) {
+        std::printf("repeated %s from %s at %s\n", match[1].str().c_str(), match[2].str().c_str(),
+                    match[3].str().c_str());
+        ++shown;
+      }
     }
   }
   std::printf("chaos %s: %d s, %d stops, %llu lines, %llu missing, %llu duplicates\n", name.c_str(),
