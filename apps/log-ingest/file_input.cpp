@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -77,6 +80,77 @@ class DirectoryWatch {
  private:
   int fd_;
   std::set<std::string> watched_;
+};
+
+// Saves checkpoints on a thread of its own: fsync takes milliseconds, and the lines appended
+// meanwhile should not wait for it. `post` hands it the latest positions (older ones not yet
+// saved are dropped: the latest covers them); `finish` saves what is pending and stops.
+class CheckpointSaver {
+ public:
+  CheckpointSaver(const stages::CheckpointFile& file, const std::atomic<bool>& abandoned,
+                  InputCounters& counters, std::string input)
+      : file_(file), abandoned_(abandoned), counters_(counters), input_(std::move(input)),
+        thread_([this] { run(); }) {}
+  CheckpointSaver(const CheckpointSaver&) = delete;
+  CheckpointSaver& operator=(const CheckpointSaver&) = delete;
+  ~CheckpointSaver() { finish(); }
+
+  void post(std::vector<stages::CheckpointEntry> entries) {
+    {
+      std::lock_guard lock(mutex_);
+      if (entries == last_posted_) return;
+      last_posted_ = entries;
+      pending_ = std::move(entries);
+    }
+    wake_.notify_one();
+  }
+
+  void finish() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return pending_.has_value() || stopping_; });
+      if (pending_) {
+        std::vector<stages::CheckpointEntry> entries = std::move(*pending_);
+        pending_.reset();
+        lock.unlock();
+        save(entries);
+        lock.lock();
+        continue;
+      }
+      if (stopping_) return;
+    }
+  }
+
+  void save(const std::vector<stages::CheckpointEntry>& entries) {
+    if (abandoned_.load(std::memory_order_relaxed)) return;
+    try {
+      file_.save(entries);
+    } catch (const std::exception& failure) {
+      InputCounters::add(counters_.checkpoint_errors, 1);
+      std::fprintf(stderr, "log-ingest: input '%s': %s\n", input_.c_str(), failure.what());
+    }
+  }
+
+  const stages::CheckpointFile& file_;
+  const std::atomic<bool>& abandoned_;
+  InputCounters& counters_;
+  std::string input_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<std::vector<stages::CheckpointEntry>> pending_;
+  std::vector<stages::CheckpointEntry> last_posted_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: it starts once the rest is built
 };
 
 std::size_t lines_in(const stages::Chunk& chunk) {
@@ -157,19 +231,12 @@ void FileInput::follow() {
                              .max_open_files = file.max_open_files,
                              .close_idle = file.close_idle},
                             *input_, std::move(loaded.entries));
-  std::vector<stages::CheckpointEntry> saved = tailer.checkpoint();
+  CheckpointSaver saver(checkpoint, abandoned_, counters_, config_.name);
   Clock::time_point last_save = Clock::now();
-  const auto save = [&](bool always) {
-    if (abandoned_.load(std::memory_order_relaxed)) return;
-    std::vector<stages::CheckpointEntry> entries = tailer.checkpoint();
-    if (!always && entries == saved) return;
-    try {
-      checkpoint.save(entries);
-      saved = std::move(entries);
-    } catch (const std::exception& failure) {
-      InputCounters::add(counters_.checkpoint_errors, 1);
-      std::fprintf(stderr, "log-ingest: input '%s': %s\n", config_.name.c_str(), failure.what());
-    }
+  const auto save_if_due = [&] {
+    if (Clock::now() - last_save < file.checkpoint_interval) return;
+    saver.post(tailer.checkpoint());
+    last_save = Clock::now();
   };
   const auto publish = [&] {
     const stages::TailStats& stats = tailer.stats();
@@ -200,10 +267,7 @@ void FileInput::follow() {
     const std::size_t read = tailer.poll(emit);
     watch.watch(tailer.directories());
     publish();
-    if (Clock::now() - last_save >= file.checkpoint_interval) {
-      save(false);
-      last_save = Clock::now();
-    }
+    save_if_due();
     if (read == 0 && watch.wait(std::chrono::milliseconds(100))) tailer.rescan();
   }
   finished_.store(true, std::memory_order_release);
@@ -211,13 +275,11 @@ void FileInput::follow() {
   // (the service drains, then destroys the input), saving on the way.
   while (!closing_.load(std::memory_order_relaxed) && !tailer.acknowledged()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (Clock::now() - last_save >= file.checkpoint_interval) {
-      save(false);
-      last_save = Clock::now();
-    }
+    save_if_due();
   }
   publish();
-  save(true);
+  saver.post(tailer.checkpoint());
+  saver.finish();
 }
 
 }  // namespace conveyor::log_ingest
