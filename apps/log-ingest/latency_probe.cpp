@@ -52,6 +52,9 @@ LatencyProbe::~LatencyProbe() {
 }
 
 bool LatencyProbe::mark(std::string& line) {
+  // Only a whole access-log line, which ends in its user agent's closing quote: one that would
+  // be dead-lettered never reaches the records, and its mark would go missing.
+  if (line.empty() || line.back() != '"') return false;
   // `… "GET /path HTTP/1.1" …`: the path is between the first space after the first quote and the
   // next space.
   const std::size_t quote = line.find('"');

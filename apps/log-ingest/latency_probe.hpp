@@ -38,7 +38,7 @@ class LatencyProbe {
   LatencyProbe& operator=(const LatencyProbe&) = delete;
 
   // Rewrites the request path of the access-log `line` to `/latency-probe-NOW`. False when the line
-  // has no request to rewrite (then it is left alone).
+  // is not a whole access-log line (then it is left alone).
   static bool mark(std::string& line);
 
   LatencyReport finish(std::uint64_t expected, std::chrono::milliseconds wait);
