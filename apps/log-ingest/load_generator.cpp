@@ -52,6 +52,7 @@ std::string rfc3339_now() {
 struct Target {
   bool udp = false;
   Endpoint endpoint;
+  std::string file;  // file://PATH: lines appended to it (PATH-N.EXT for connection N of several)
 };
 
 Target parse_target(const std::string& to) {
@@ -62,12 +63,54 @@ Target parse_target(const std::string& to) {
   } else if (to.rfind("udp://", 0) == 0) {
     target.udp = true;
     rest = to.substr(6);
+  } else if (to.rfind("file://", 0) == 0 && to.size() > 7) {
+    target.file = to.substr(7);
+    return target;
   } else {
-    throw std::invalid_argument("--to '" + to + "' must be tcp://HOST:PORT or udp://HOST:PORT");
+    throw std::invalid_argument("--to '" + to +
+                                "' must be tcp://HOST:PORT, udp://HOST:PORT or file://PATH");
   }
   target.endpoint = parse_endpoint(rest);
   return target;
 }
+
+// The file connection `index` of `connections` appends to.
+std::string file_of(const std::string& path, unsigned index, unsigned connections) {
+  if (connections == 1) return path;
+  const std::size_t slash = path.rfind('/');
+  const std::size_t dot = path.rfind('.');
+  const std::size_t at = dot == std::string::npos || (slash != std::string::npos && dot < slash)
+                             ? path.size()
+                             : dot;
+  return path.substr(0, at) + "-" + std::to_string(index) + path.substr(at);
+}
+
+// Appends to a file, as a program writing its log does.
+class AppendFile {
+ public:
+  explicit AppendFile(const std::string& path)
+      : fd_(path.empty() ? -1 : ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) {
+    if (!path.empty() && fd_ < 0) {
+      throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    }
+  }
+  AppendFile(const AppendFile&) = delete;
+  AppendFile& operator=(const AppendFile&) = delete;
+  ~AppendFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void write(std::string_view text) {
+    while (!text.empty()) {
+      const ssize_t wrote = ::write(fd_, text.data(), text.size());
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote < 0) throw std::runtime_error(std::string("cannot append: ") + std::strerror(errno));
+      text.remove_prefix(static_cast<std::size_t>(wrote));
+    }
+  }
+
+ private:
+  int fd_;
+};
 
 // A file mapped into memory, read-only; empty when it is empty. Throws std::runtime_error.
 class MappedFile {
@@ -124,6 +167,8 @@ class Sender {
          double rate, std::optional<std::string_view> replay)
       : options_(options),
         target_(target),
+        index_(index),
+        connections_(std::max(1U, options.connections)),
         lines_(replay ? UINT64_MAX : lines),
         rate_(rate),
         replay_(replay),
@@ -140,19 +185,23 @@ class Sender {
     asio::io_context io;
     asio::ip::tcp::socket tcp(io);
     asio::ip::udp::socket udp(io);
+    const bool to_file = !target_.file.empty();
+    AppendFile file(to_file ? file_of(target_.file, index_, connections_) : std::string());
     if (target_.udp) {
       udp.open(target_.endpoint.address.is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4());
-    } else {
+    } else if (!to_file) {
       tcp.connect({target_.endpoint.address, target_.endpoint.port});
       tcp.set_option(asio::ip::tcp::no_delay(true));
     }
     const asio::ip::udp::endpoint to(target_.endpoint.address, target_.endpoint.port);
-    const bool syslog = options_.format == "syslog5424" && !replay_;
+    const bool syslog = options_.format == "syslog5424" && !replay_ && !to_file;
     const SyslogFrame frame = target_.udp               ? SyslogFrame::none
                               : options_.octet_counting ? SyslogFrame::octet_counted
                                                         : SyslogFrame::lf;
     // Lines sent as they are: replayed ones are framed as asked, generated ones end in LF.
-    const SyslogFrame plain_frame = replay_ || target_.udp ? frame : SyslogFrame::lf;
+    const SyslogFrame plain_frame = to_file                         ? SyslogFrame::lf
+                                    : replay_ || target_.udp ? frame
+                                                             : SyslogFrame::lf;
     const Clock::time_point start = Clock::now();
     std::string line;
     std::string batch;
@@ -204,7 +253,11 @@ class Sender {
               asio::buffer(batch.data() + start_of_message, batch.size() - start_of_message), to);
         }
       }
-      if (!target_.udp && !batch.empty()) asio::write(tcp, asio::buffer(batch));
+      if (to_file && !batch.empty()) {
+        file.write(batch);
+      } else if (!target_.udp && !batch.empty()) {
+        asio::write(tcp, asio::buffer(batch));
+      }
       bytes += batch.size();
       sent += made;
       if (made < due) break;  // the lines ran out
@@ -231,6 +284,8 @@ class Sender {
 
   const LoadOptions& options_;
   Target target_;
+  unsigned index_;
+  unsigned connections_;
   std::uint64_t lines_;
   double rate_;
   std::optional<std::string_view> replay_;
