@@ -47,25 +47,10 @@ app=$PWD/build/release/apps/log-ingest/log-ingest
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 port=16514
-ticks=$(getconf CLK_TCK)
 
-# rsyslog, unpacked from its Debian package (its libraries are installed by cmake/install-deps.sh).
-rsyslogd=""
-rsyslog_modules=""
-package=$work/rsyslog-package
-if [ ! -x "$package/usr/sbin/rsyslogd" ]; then
-  (cd "$work" && rm -f rsyslog_*.deb && apt-get download rsyslog > /dev/null 2>&1 &&
-    dpkg -x rsyslog_*.deb "$package") || true
-fi
-if [ -x "$package/usr/sbin/rsyslogd" ]; then
-  rsyslogd=$package/usr/sbin/rsyslogd
-  rsyslog_modules=$(dirname "$(find "$package/usr/lib" -name imptcp.so | head -1)")
-else
-  echo "rsyslog could not be fetched (apt-get download rsyslog); its rows are skipped" >&2
-fi
-syslog_ng=""
-command -v syslog-ng > /dev/null && syslog_ng=yes ||
-  echo "syslog-ng (syslog-ng-core) not installed: cmake/install-deps.sh installs it; its rows are skipped" >&2
+# shellcheck source=bench/peers.sh
+. bench/peers.sh
+find_rsyslog "$work"
 
 # Starts service $1 writing to $2; prints its pid. Its own output goes to files, so that the
 # caller's $(...) does not wait for it.
@@ -93,25 +78,10 @@ start() {
   echo $!
 }
 
-# The CPU seconds process $1 has used.
-cpu_seconds() {
-  awk -v t="$ticks" '{ sub(/^.*\) /, ""); print ($12 + $13) / t }' "/proc/$1/stat"
-}
-
 # Waits up to 10 s for the port to open.
 wait_for_port() {
   for _ in $(seq 200); do
     (exec 3<> "/dev/tcp/127.0.0.1/$port") 2> /dev/null && return 0
-    sleep 0.05
-  done
-}
-
-# Stops process $1. It is not this shell's child (it was started in $(...)): wait for it to be
-# gone, so that the next service can bind the port.
-stop() {
-  kill -TERM "$1" 2> /dev/null || true
-  for _ in $(seq 600); do
-    kill -0 "$1" 2> /dev/null || break
     sleep 0.05
   done
 }
@@ -152,8 +122,8 @@ run_once() {
   done
   local cpu_after rss
   cpu_after=$(cpu_seconds "$pid")
-  rss=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status")
-  stop "$pid"
+  rss=$(peak_rss_kib "$pid")
+  stop_service "$pid"
   if [ "$lines" -ne "$messages" ]; then
     echo "$service: $lines lines written for $messages messages sent" >&2
     return 1
@@ -172,7 +142,7 @@ latency_once() {
   local status=0
   "$app" generate --to "tcp://127.0.0.1:$port" --rate "$rate" --from "$work/messages.txt" \
     --connections "$connections" --latency "$out" 2> "$work/$service/latency.log" || status=$?
-  stop "$pid"
+  stop_service "$pid"
   if [ "$status" -ne 0 ]; then
     echo "$service: the latency run failed; see $work/$service/latency.log" >&2
     return 1
@@ -217,9 +187,7 @@ for round in $(seq "$rounds"); do
   echo "latency round $round of $rounds done" >&2
 done
 
-printf '%s\n' "machine: $(nproc) cores, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-[ -n "$rsyslogd" ] && printf '%s\n' "rsyslog: $("$rsyslogd" -v 2> /dev/null | head -1)"
-[ -n "$syslog_ng" ] && printf '%s\n' "syslog-ng: $(syslog-ng --version | head -1)"
+describe_machine
 printf 'messages: %s (%.1f MB), %s connections, %s rounds\n' "$messages" "$(awk -v b="$bytes" 'BEGIN { print b / 1e6 }')" "$connections" "$rounds"
 printf '| service | seconds (median) | messages/s | MB/s | CPU s per million messages | peak RSS (MiB) |\n'
 printf '| --- | --- | --- | --- | --- | --- |\n'
