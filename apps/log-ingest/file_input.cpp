@@ -9,14 +9,14 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <optional>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
@@ -89,7 +89,10 @@ class CheckpointSaver {
  public:
   CheckpointSaver(const stages::CheckpointFile& file, const std::atomic<bool>& abandoned,
                   InputCounters& counters, std::string input)
-      : file_(file), abandoned_(abandoned), counters_(counters), input_(std::move(input)),
+      : file_(file),
+        abandoned_(abandoned),
+        counters_(counters),
+        input_(std::move(input)),
         thread_([this] { run(); }) {}
   CheckpointSaver(const CheckpointSaver&) = delete;
   CheckpointSaver& operator=(const CheckpointSaver&) = delete;
@@ -163,7 +166,8 @@ std::size_t lines_in(const stages::Chunk& chunk) {
 // For the tests: CONVEYOR_CHECKPOINT_FAULT=STEP (write, halfway, fsync_file, rename,
 // fsync_directory) kills the process with SIGKILL at that step of its first checkpoint save.
 std::function<void(stages::CheckpointStep)> checkpoint_fault() {
-  const char* text = std::getenv("CONVEYOR_CHECKPOINT_FAULT");
+  // Read once per input, and nothing in the service sets the environment.
+  const char* text = std::getenv("CONVEYOR_CHECKPOINT_FAULT");  // NOLINT(concurrency-mt-unsafe)
   if (text == nullptr) return {};
   static constexpr std::array<std::pair<std::string_view, stages::CheckpointStep>, 5> steps = {{
       {"write", stages::CheckpointStep::write},

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -79,9 +80,8 @@ std::string file_of(const std::string& path, unsigned index, unsigned connection
   if (connections == 1) return path;
   const std::size_t slash = path.rfind('/');
   const std::size_t dot = path.rfind('.');
-  const std::size_t at = dot == std::string::npos || (slash != std::string::npos && dot < slash)
-                             ? path.size()
-                             : dot;
+  const std::size_t at =
+      dot == std::string::npos || (slash != std::string::npos && dot < slash) ? path.size() : dot;
   return path.substr(0, at) + "-" + std::to_string(index) + path.substr(at);
 }
 
@@ -89,9 +89,11 @@ std::string file_of(const std::string& path, unsigned index, unsigned connection
 class AppendFile {
  public:
   explicit AppendFile(const std::string& path)
-      : fd_(path.empty() ? -1 : ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) {
+      : fd_(path.empty() ? -1
+                         : ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) {
     if (!path.empty() && fd_ < 0) {
-      throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+      throw std::runtime_error("cannot open '" + path +
+                               "': " + std::generic_category().message(errno));
     }
   }
   AppendFile(const AppendFile&) = delete;
@@ -103,7 +105,9 @@ class AppendFile {
     while (!text.empty()) {
       const ssize_t wrote = ::write(fd_, text.data(), text.size());
       if (wrote < 0 && errno == EINTR) continue;
-      if (wrote < 0) throw std::runtime_error(std::string("cannot append: ") + std::strerror(errno));
+      if (wrote < 0)
+        throw std::runtime_error(std::string("cannot append: ") +
+                                 std::generic_category().message(errno));
       text.remove_prefix(static_cast<std::size_t>(wrote));
     }
   }
@@ -117,7 +121,9 @@ class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    if (fd < 0)
+      throw std::runtime_error("cannot open '" + path +
+                               "': " + std::generic_category().message(errno));
     struct stat status {};
     if (::fstat(fd, &status) == 0 && status.st_size > 0) {
       size_ = static_cast<std::size_t>(status.st_size);
@@ -126,7 +132,8 @@ class MappedFile {
     const int error = errno;
     ::close(fd);
     if (data_ == MAP_FAILED) {
-      throw std::runtime_error("cannot map '" + path + "': " + std::strerror(error));
+      throw std::runtime_error("cannot map '" + path +
+                               "': " + std::generic_category().message(error));
     }
   }
   MappedFile(const MappedFile&) = delete;
@@ -199,7 +206,7 @@ class Sender {
                               : options_.octet_counting ? SyslogFrame::octet_counted
                                                         : SyslogFrame::lf;
     // Lines sent as they are: replayed ones are framed as asked, generated ones end in LF.
-    const SyslogFrame plain_frame = to_file                         ? SyslogFrame::lf
+    const SyslogFrame plain_frame = to_file                  ? SyslogFrame::lf
                                     : replay_ || target_.udp ? frame
                                                              : SyslogFrame::lf;
     const Clock::time_point start = Clock::now();

@@ -181,10 +181,10 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
   std::size_t length = 0;
   if (newline != std::string_view::npos) {
     length = newline + 1;
-  } else if (first.size() == options_.fingerprint_bytes) {
+  } else if (first.size() == options_.fingerprint_bytes ||
+             (size > 0 && now - file.found >= options_.partial_line_timeout)) {
+    // A long first line, or a short file whose first line never ends: what it has.
     length = first.size();
-  } else if (size > 0 && now - file.found >= options_.partial_line_timeout) {
-    length = first.size();  // a short file whose first line never ends: what it has
   } else {
     return false;
   }
