@@ -388,7 +388,8 @@ void append_record(std::string& out, const Record& record, const Input& input, s
   if (projection.fields.empty()) {
     for (std::size_t i = 0; i <= static_cast<std::size_t>(last_default_field); ++i)
       write_field(w, static_cast<FieldId>(i), record, input, line, offset);
-    if (!input.file.empty()) {
+    if (!input.file.empty()) {  // a tailed file's: where each record was read
+      write_field(w, FieldId::input, record, input, line, offset);
       write_field(w, FieldId::file, record, input, line, offset);
       write_field(w, FieldId::offset, record, input, line, offset);
     }

@@ -455,7 +455,7 @@ TEST(JsonWriter, AnUnknownPlaceIsLeftOut) {
   tailed.file = "/var/log/app.log";
   out.clear();
   append_record(out, record, tailed, 0, Projection{}, 120);
-  EXPECT_EQ(out, R"({"status":200,"file":"/var/log/app.log","offset":120})"
+  EXPECT_EQ(out, R"({"status":200,"input":"tcp","file":"/var/log/app.log","offset":120})"
                  "\n");
   out.clear();
   append_dead_letter(out, tailed, 0, 120, "bad", 3, "xyz");

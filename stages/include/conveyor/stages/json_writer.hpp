@@ -26,8 +26,8 @@ struct Projection {
 };
 
 // Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text. A `line` of 0
-// (unknown) is left out. A tailed file's records (Input::file) also carry "file" and "offset" by
-// default, the offset where it is known.
+// (unknown) is left out. A tailed file's records (Input::file) also carry "input", "file" and
+// "offset" by default, the offset where it is known.
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
                    const Projection& projection, std::uint64_t offset = unknown_offset);
 
