@@ -37,6 +37,50 @@ peak_rss_kib() {
   awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"
 }
 
+# Starts rsyslogd on configuration $1, its pid file and output in directory $2; prints its pid.
+start_rsyslog() {
+  "$rsyslogd" -n -f "$1" -i "$2/pid" -M "$rsyslog_modules" > "$2/stdout" 2> "$2/stderr" &
+  echo $!
+}
+
+# Starts syslog-ng on configuration $1 (its variables from the caller's environment), its state
+# and output in directory $2; prints its pid.
+start_syslog_ng() {
+  syslog-ng --foreground --no-caps --cfgfile="$1" --persist-file="$2/persist" \
+    --pidfile="$2/pid" --control="$2/ctl" > "$2/stdout" 2> "$2/stderr" &
+  echo $!
+}
+
+# Waits until file $1, with $1.dead where a service writes its dead letters, holds $2 lines,
+# while process $3 runs, for up to $4 seconds, looking every $5 seconds. Prints the time
+# ($EPOCHREALTIME) of the last growth it saw; fails, saying why, if the process exits, the time
+# runs out or more lines come.
+wait_for_lines() {
+  local out=$1 want=$2 pid=$3 limit=$4 every=$5 size=-1 last=$EPOCHREALTIME lines=0 deadline
+  deadline=$(awk -v s="$EPOCHREALTIME" -v l="$limit" 'BEGIN { printf "%.6f", s + l }')
+  while :; do
+    local now=$EPOCHREALTIME current
+    current=$(stat -c %s "$out" "$out.dead" 2> /dev/null | awk '{ s += $1 } END { print s + 0 }')
+    if [ "$current" != "$size" ]; then
+      size=$current last=$now
+    elif [ "$current" -gt 0 ]; then
+      lines=$(cat "$out" "$out.dead" 2> /dev/null | wc -l)
+      [ "$lines" -ge "$want" ] && break
+    fi
+    if ! kill -0 "$pid" 2> /dev/null; then
+      echo "the service exited" >&2
+      return 1
+    fi
+    if awk -v a="$now" -v d="$deadline" 'BEGIN { exit !(a > d) }'; then
+      echo "$lines of $want lines in $limit s" >&2
+      return 1
+    fi
+    sleep "$every"
+  done
+  [ "$lines" -eq "$want" ] || { echo "$lines lines written for $want" >&2; return 1; }
+  echo "$last"
+}
+
 # Stops process $1. It is not the caller's child (it was started in $(...)): wait for it to be gone,
 # so that the next service can take its place.
 stop_service() {

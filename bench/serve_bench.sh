@@ -62,20 +62,17 @@ start() {
       printf 'inputs:\n  - {name: syslog_tcp, type: syslog_tcp, listen: "127.0.0.1:%s"}\noutputs: {records: %s, dead_letters: none}\nservice: {metrics_listen: none}\n' \
         "$port" "$out" > "$dir/serve.yaml"
       "$app" serve --config "$dir/serve.yaml" > "$dir/stdout" 2> "$dir/stderr" &
+      echo $!
       ;;
     rsyslog)
       sed -e "s|@WORK@|$dir|" -e "s|@PORT@|$port|" -e "s|@OUT@|$out|" \
         bench/serve/rsyslog.conf.in > "$dir/rsyslog.conf"
-      "$rsyslogd" -n -f "$dir/rsyslog.conf" -i "$dir/pid" -M "$rsyslog_modules" \
-        > "$dir/stdout" 2> "$dir/stderr" &
+      start_rsyslog "$dir/rsyslog.conf" "$dir"
       ;;
     syslog-ng)
-      PORT=$port OUT=$out syslog-ng --foreground --no-caps --cfgfile="$PWD/bench/serve/syslog-ng.conf" \
-        --persist-file="$dir/persist" --pidfile="$dir/pid" --control="$dir/ctl" \
-        > "$dir/stdout" 2> "$dir/stderr" &
+      PORT=$port OUT=$out start_syslog_ng "$PWD/bench/serve/syslog-ng.conf" "$dir"
       ;;
   esac
-  echo $!
 }
 
 # Waits up to 10 s for the port to open.
@@ -99,35 +96,16 @@ run_once() {
   "$app" generate --to "tcp://127.0.0.1:$port" --from "$work/messages.txt" \
     --connections "$connections" 2> "$work/$service/generate.log"
   # Done when the file holds every message; the time is that of the last growth seen.
-  local size=-1 last=$start_time lines=0 deadline
-  deadline=$(awk -v s="$start_time" 'BEGIN { printf "%.6f", s + 600 }')
-  while :; do
-    local now=$EPOCHREALTIME current
-    current=$(stat -c %s "$out" 2> /dev/null || echo 0)
-    if [ "$current" != "$size" ]; then
-      size=$current last=$now
-    elif [ "$current" -gt 0 ]; then
-      lines=$(wc -l < "$out")
-      [ "$lines" -ge "$messages" ] && break
-    fi
-    if ! kill -0 "$pid" 2> /dev/null; then
-      echo "$service exited; see $work/$service/stderr" >&2
-      return 1
-    fi
-    if awk -v a="$now" -v d="$deadline" 'BEGIN { exit !(a > d) }'; then
-      echo "$service wrote $lines of $messages messages in 600 s" >&2
-      break
-    fi
-    sleep 0.02
-  done
+  local last
+  if ! last=$(wait_for_lines "$out" "$messages" "$pid" 600 0.02); then
+    echo "$service: see $work/$service/stderr" >&2
+    stop_service "$pid"
+    return 1
+  fi
   local cpu_after rss
   cpu_after=$(cpu_seconds "$pid")
   rss=$(peak_rss_kib "$pid")
   stop_service "$pid"
-  if [ "$lines" -ne "$messages" ]; then
-    echo "$service: $lines lines written for $messages messages sent" >&2
-    return 1
-  fi
   awk -v a="$start_time" -v b="$last" -v c="$cpu_before" -v d="$cpu_after" -v r="$rss" \
     'BEGIN { printf "%.4f %.3f %d\n", b - a, d - c, r }'
 }

@@ -56,49 +56,18 @@ start() {
       printf 'inputs:\n  - {name: files, type: file, include: ["%s/*.log"], format: combined}\noutputs: {records: %s, dead_letters: %s}\nservice: {metrics_listen: none, state_dir: %s}\n' \
         "$in" "$out" "$out.dead" "$dir/state" > "$dir/serve.yaml"
       "$app" serve --config "$dir/serve.yaml" > "$dir/stdout" 2> "$dir/stderr" &
+      echo $!
       ;;
     rsyslog)
       sed -e "s|@WORK@|$dir|" -e "s|@IN@|$in|" -e "s|@OUT@|$out|" \
         -e "s|@RULEBASE@|$PWD/bench/tail/rsyslog.rulebase|" \
         bench/tail/rsyslog.conf.in > "$dir/rsyslog.conf"
-      "$rsyslogd" -n -f "$dir/rsyslog.conf" -i "$dir/pid" -M "$rsyslog_modules" \
-        > "$dir/stdout" 2> "$dir/stderr" &
+      start_rsyslog "$dir/rsyslog.conf" "$dir"
       ;;
     syslog-ng)
-      IN=$in OUT=$out syslog-ng --foreground --no-caps --cfgfile="$PWD/bench/tail/syslog-ng.conf" \
-        --persist-file="$dir/persist" --pidfile="$dir/pid" --control="$dir/ctl" \
-        > "$dir/stdout" 2> "$dir/stderr" &
+      IN=$in OUT=$out start_syslog_ng "$PWD/bench/tail/syslog-ng.conf" "$dir"
       ;;
   esac
-  echo $!
-}
-
-# Waits until $1 (with its dead letters, $1.dead) holds $2 lines (up to 900 s); prints the time of
-# its last growth, or fails.
-wait_for_lines() {
-  local out=$1 want=$2 pid=$3 size=-1 last=$EPOCHREALTIME lines=0 deadline
-  deadline=$(awk -v s="$EPOCHREALTIME" 'BEGIN { printf "%.6f", s + 900 }')
-  while :; do
-    local now=$EPOCHREALTIME current
-    current=$(cat "$out" "$out.dead" 2> /dev/null | wc -c)
-    if [ "$current" != "$size" ]; then
-      size=$current last=$now
-    elif [ "$current" -gt 0 ]; then
-      lines=$(cat "$out" "$out.dead" 2> /dev/null | wc -l)
-      [ "$lines" -ge "$want" ] && break
-    fi
-    if ! kill -0 "$pid" 2> /dev/null; then
-      echo "the service exited" >&2
-      return 1
-    fi
-    if awk -v a="$now" -v d="$deadline" 'BEGIN { exit !(a > d) }'; then
-      echo "$lines of $want lines in 900 s" >&2
-      return 1
-    fi
-    sleep 0.05
-  done
-  [ "$lines" -eq "$want" ] || { echo "$lines lines written for $want" >&2; return 1; }
-  echo "$last"
 }
 
 # Catch-up of service $1 on the big log: prints "seconds cpu_seconds peak_rss_kib".
@@ -107,7 +76,7 @@ catch_up() {
   rm -f "$out" "$out.dead"
   local start_time=$EPOCHREALTIME pid last
   pid=$(start "$service" "$in" "$out")
-  if ! last=$(wait_for_lines "$out" "$lines" "$pid"); then
+  if ! last=$(wait_for_lines "$out" "$lines" "$pid" 900 0.05); then
     echo "$service: catch-up failed; see $work/$service" >&2
     stop_service "$pid"
     return 1
@@ -141,7 +110,7 @@ follow() {
     stop_service "$pid"
     return 1
   fi
-  if ! wait_for_lines "$out" "$total" "$pid" > /dev/null; then
+  if ! wait_for_lines "$out" "$total" "$pid" 900 0.05 > /dev/null; then
     echo "$service: following lost lines; see $work/$service" >&2
     stop_service "$pid"
     return 1
