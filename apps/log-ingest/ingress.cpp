@@ -31,31 +31,39 @@ std::optional<stages::Chunk> Ingress::pop() {
   if (!first) return std::nullopt;
   stages::Chunk chunk = std::move(first->chunk);
   std::uint64_t stream = first->stream;
+  // Where the next part must start for the lines' numbers, and for their offsets, to go on.
   std::uint64_t next_line = chunk.first_line + first->messages - chunk.overlong.size();
-  bool positioned = true;
+  std::uint64_t next_offset = chunk.offset == stages::unknown_offset
+                                  ? stages::unknown_offset
+                                  : chunk.offset + chunk.text.size();
+  bool lines_known = chunk.first_line != 0;
+  bool offsets_known = chunk.offset != stages::unknown_offset;
   while (chunk.text.size() < join_bytes_) {
     std::optional<Delivery> more = queue_.try_pop();
     if (!more) break;
     // Dead letters come before a chunk's text, so a chunk that has some starts a new one.
-    // A chunk with a token is not joined: its token must go on with its own text.
-    if (more->chunk.input != chunk.input || !more->chunk.overlong.empty() || !chunk.ack.empty() ||
-        !more->chunk.ack.empty() || chunk.text.size() + more->chunk.text.size() > join_bytes_) {
+    if (more->chunk.input != chunk.input || !more->chunk.overlong.empty() ||
+        chunk.text.size() + more->chunk.text.size() > join_bytes_) {
       next_ = std::move(more);
       break;
     }
-    positioned = positioned && more->stream == stream && more->chunk.first_line == next_line;
+    const bool same_stream = more->stream == stream;
+    lines_known = lines_known && same_stream && more->chunk.first_line == next_line;
+    offsets_known = offsets_known && same_stream && more->chunk.offset == next_offset;
     stream = more->stream;
     next_line = more->chunk.first_line + more->messages;
+    next_offset = more->chunk.offset == stages::unknown_offset
+                      ? stages::unknown_offset
+                      : more->chunk.offset + more->chunk.text.size();
     // Room for it all at once, with the padding parsers read ahead into (stages::Chunk).
     if (chunk.text.capacity() < join_bytes_ + stages::read_ahead_padding) {
       chunk.text.reserve(join_bytes_ + stages::read_ahead_padding);
     }
     chunk.text.append(more->chunk.text);
+    chunk.ack.join(std::move(more->chunk.ack));  // settled once the joined text is done with
   }
-  if (!positioned) {
-    chunk.first_line = 0;
-    chunk.offset = stages::unknown_offset;
-  }
+  if (!lines_known) chunk.first_line = 0;
+  if (!offsets_known) chunk.offset = stages::unknown_offset;
   return chunk;
 }
 

@@ -18,9 +18,10 @@
 //   After close(), pushes fail and pop drains what is left, then returns nullopt.
 // - Joining: pop returns the next chunk joined with the chunks of the same input queued behind it,
 //   up to `join_bytes` of text, in their order. Under load the queue holds one small chunk per
-//   read of each connection, and each would otherwise cost the pipeline a hand-off. A joined
-//   chunk keeps its line numbers when its parts follow each other on one stream; otherwise its
-//   positions are unknown (first_line 0, offset unknown_offset).
+//   read of each connection (or of each tailed file), and each would otherwise cost the pipeline
+//   a hand-off. A joined chunk keeps its line numbers, and its offsets, where its parts follow
+//   each other on one stream; otherwise they are unknown (first_line 0, offset unknown_offset).
+//   It carries the tokens of all its parts (AckToken::join).
 // - Counters are relaxed atomics: totals for metrics, read at any time from any thread.
 #pragma once
 

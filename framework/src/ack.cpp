@@ -43,13 +43,23 @@ struct AckState {
   }
 };
 
-// One token, shared by its copies; settles when the last copy goes.
+// What a token holds, shared by its copies: one issued token, or two joined.
 struct AckEntry {
-  AckEntry(std::shared_ptr<AckState> shared, std::uint64_t number)
-      : state(std::move(shared)), sequence(number) {}
+  AckEntry() = default;
   AckEntry(const AckEntry&) = delete;
   AckEntry& operator=(const AckEntry&) = delete;
-  ~AckEntry() { state->settle(sequence, failed.load(std::memory_order_relaxed)); }
+  virtual ~AckEntry() = default;
+  virtual void fail() noexcept = 0;
+};
+
+// One issued token; settles when the last copy of it (or of a join holding it) goes.
+struct IssuedEntry final : AckEntry {
+  IssuedEntry(std::shared_ptr<AckState> shared, std::uint64_t number)
+      : state(std::move(shared)), sequence(number) {}
+  IssuedEntry(const IssuedEntry&) = delete;
+  IssuedEntry& operator=(const IssuedEntry&) = delete;
+  ~IssuedEntry() override { state->settle(sequence, failed.load(std::memory_order_relaxed)); }
+  void fail() noexcept override { failed.store(true, std::memory_order_relaxed); }
 
   std::shared_ptr<AckState> state;
   std::uint64_t sequence;
@@ -57,11 +67,33 @@ struct AckEntry {
   std::atomic<bool> failed{false};
 };
 
+// Two tokens carried as one (the items they came with were joined).
+struct JoinedEntry final : AckEntry {
+  JoinedEntry(std::shared_ptr<AckEntry> one, std::shared_ptr<AckEntry> other)
+      : first(std::move(one)), second(std::move(other)) {}
+  void fail() noexcept override {
+    first->fail();
+    second->fail();
+  }
+
+  std::shared_ptr<AckEntry> first;
+  std::shared_ptr<AckEntry> second;
+};
+
 }  // namespace detail
 
 void AckToken::fail() noexcept {
-  if (entry_) entry_->failed.store(true, std::memory_order_relaxed);
+  if (entry_) entry_->fail();
   entry_.reset();
+}
+
+void AckToken::join(AckToken other) {
+  if (other.empty()) return;
+  if (empty()) {
+    entry_ = std::move(other.entry_);
+    return;
+  }
+  entry_ = std::make_shared<detail::JoinedEntry>(std::move(entry_), std::move(other.entry_));
 }
 
 AckLedger::AckLedger() : state_(std::make_shared<detail::AckState>()) {}
@@ -75,7 +107,7 @@ AckToken AckLedger::issue(std::uint64_t position) {
     sequence = state_->next_sequence++;
     state_->slots.push_back({position, detail::AckState::Status::pending});
   }
-  return AckToken(std::make_shared<detail::AckEntry>(state_, sequence));
+  return AckToken(std::make_shared<detail::IssuedEntry>(state_, sequence));
 }
 
 std::optional<std::uint64_t> AckLedger::acknowledged() const {

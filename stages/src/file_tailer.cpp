@@ -98,7 +98,7 @@ struct FileTailer::File {
   bool complete = false;
   std::shared_ptr<AckLedger> ledger;
   std::shared_ptr<const Input> input;
-  const File* copy_of = nullptr;
+  File* copy_of = nullptr;
   Clock::time_point found{};
   Clock::time_point last_growth{};
 
@@ -484,7 +484,16 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   return total;
 }
 
+// Whether `file` still begins with the bytes it was known by, and is no shorter than what was
+// read of it.
+bool FileTailer::source_unchanged(const File& file) {
+  const std::string head = head_of(file.fd, file.fingerprint_length);
+  return head.size() == file.fingerprint_length && hash_of(head) == file.fingerprint &&
+         size_of(file.fd) >= file.position;
+}
+
 void FileTailer::release_idle(Clock::time_point now) {
+  std::vector<File*> missed;  // truncated sources found through their copies
   for (auto& file : files_) {
     switch (file->state) {
       case File::State::detached:
@@ -501,7 +510,15 @@ void FileTailer::release_idle(Clock::time_point now) {
         break;
       case File::State::copy:
         if (now - file->found >= options_.rotate_wait) {
-          // Its source was never truncated: a file of its own after all.
+          // Its source was truncated without the tailer seeing it (written again to the size it
+          // had): that truncation is dealt with below. Otherwise it is a file of its own after all.
+          File* const source = file->copy_of;
+          if (source != nullptr && source->fd >= 0 && !source_unchanged(*source)) {
+            if (std::find(missed.begin(), missed.end(), source) == missed.end()) {
+              missed.push_back(source);
+            }
+            break;
+          }
           file->copy_of = nullptr;
           file->start = 0;
           file->ledger = std::make_shared<AckLedger>();
@@ -519,6 +536,8 @@ void FileTailer::release_idle(Clock::time_point now) {
         break;
     }
   }
+  for (File* source : missed)
+    truncated(*source, now);  // hands its state to its copy
   // Forgotten once closed and acknowledged: a detached file read to its end, a parked one whose
   // copy never came.
   const auto forgotten = [&](const std::unique_ptr<File>& file) {

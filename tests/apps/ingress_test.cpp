@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "conveyor/framework/ack.hpp"
 #include "ingress.hpp"
 
 namespace {
@@ -187,6 +188,35 @@ TEST(Ingress, JoinsNeitherOtherInputsNorDeadLettersNorPastItsSize) {
   // "b" joins nothing (its neighbours are another input and a dead letter); "c" and "d" fill the
   // 4 bytes.
   EXPECT_EQ(texts, (std::vector<std::string>{"a\n", "o\n", "b\n", "c\nd\n", "e\n"}));
+}
+
+// A tailed file's chunks follow each other byte for byte, without line numbers after a restart:
+// joined, they keep their offset, and carry every part's token.
+TEST(Ingress, JoinsAFilesChunksWithTheirOffsetsAndTokens) {
+  Ingress ingress(8);
+  InputCounters counters("files");
+  const auto file = input();
+  conveyor::AckLedger ledger;
+  std::uint64_t offset = 1000;
+  for (const char* text : {"a\n", "bb\n", "c\n"}) {
+    Delivery delivery;
+    delivery.chunk.input = file;
+    delivery.chunk.text = text;
+    delivery.chunk.first_line = 0;
+    delivery.chunk.offset = offset;
+    offset += delivery.chunk.text.size();
+    delivery.chunk.ack = ledger.issue(offset);
+    delivery.messages = 1;
+    ASSERT_TRUE(ingress.try_push(delivery, counters));
+  }
+  std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+  ASSERT_TRUE(chunk.has_value());
+  EXPECT_EQ(chunk->text, "a\nbb\nc\n");
+  EXPECT_EQ(chunk->first_line, 0U);
+  EXPECT_EQ(chunk->offset, 1000U);
+  EXPECT_FALSE(ledger.acknowledged().has_value());  // the joined chunk holds every token
+  chunk.reset();
+  EXPECT_EQ(ledger.acknowledged(), 1007U);
 }
 
 }  // namespace

@@ -248,14 +248,17 @@ void chaos(int signal, const std::string& name) {
       duplicates += static_cast<std::uint64_t>(it->second - 1);
     }
   }
-  if (duplicates != 0) {  // where the first ones were read from, to tell why
+  if (duplicates != 0) {  // where the first ones were read from (each time), to tell why
     std::ifstream records(setup.dir() / "records.jsonl");
     int shown = 0;
-    for (std::string line; std::getline(records, line) && shown < 6;) {
+    std::string first;  // every record of the first repeated line, then the next lines' first
+    for (std::string line; std::getline(records, line) && shown < 8;) {
       static const std::regex fields(
           R"rx("path":"(/f[0-9]+/[0-9]+)".*"file":"([^"]*)","offset":([0-9]+))rx");
       std::smatch match;
-      if (std::regex_search(line, match, fields) && counts[match[1]] > 1) {
+      if (std::regex_search(line, match, fields) && counts[match[1]] > 1 &&
+          (first.empty() || first == match[1].str() || shown < 4)) {
+        if (first.empty()) first = match[1].str();
         std::printf("repeated %s from %s at %s\n", match[1].str().c_str(), match[2].str().c_str(),
                     match[3].str().c_str());
         ++shown;

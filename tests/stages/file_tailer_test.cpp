@@ -198,6 +198,32 @@ TEST_F(FileTailerTest, CopyTruncateWithTheCopyUnderTheGlobLosesAndRepeatsNothing
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
+// copytruncate where the file was written again to the very size it had before the tailer looked:
+// its size says nothing, but its copy, waiting for it to be truncated, makes the tailer look at
+// its first bytes. Nothing is read twice.
+TEST_F(FileTailerTest, ATruncationHiddenBySizeIsFoundThroughTheCopy) {
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer tailer(options({path("app.log*")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  now = settle(tailer, out, now, 10ms, 2);  // the copy waits for its source's truncation
+  const auto size = fs::file_size(path("app.log"));
+  std::string fresh;
+  for (int i = 0; fresh.size() < size; ++i)
+    fresh += "new-" + std::to_string(i) + "\n";
+  fresh.resize(size - 1);
+  fresh += "\n";  // exactly the old size, ending in a newline
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << fresh; }
+  now = settle(tailer, out, now);
+  now = settle(tailer, out, now + 2s);  // the copy's wait runs out
+  EXPECT_TRUE(out.each_once("old-", 0, 100));
+  EXPECT_EQ(out.lines.count("new-0"), 1U);
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  for (const auto& [line, count] : out.lines)
+    EXPECT_EQ(count, 1) << line;
+}
+
 // copytruncate whose copy the glob leaves out: the file is read again from its start, and the
 // bytes that were there unread are counted as lost, never silently.
 TEST_F(FileTailerTest, CopyTruncateWithoutTheCopyCountsWhatItLost) {

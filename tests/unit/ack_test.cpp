@@ -75,6 +75,33 @@ TEST(AckLedger, AFailedCopyHoldsTheLedgerBackForGood) {
   EXPECT_FALSE(ledger.wait_acknowledged(3, 10s));  // at once: it can never get there
 }
 
+// Two items joined into one carry both tokens: neither settles before the joined item goes, and
+// a failure fails both.
+TEST(AckLedger, JoinedTokensSettleTogetherAndFailTogether) {
+  AckLedger ledger;
+  AckToken first = ledger.issue(1);
+  first.join(ledger.issue(2));
+  AckToken copy = first;
+  first.release();
+  EXPECT_FALSE(ledger.acknowledged().has_value());
+  copy.release();
+  EXPECT_EQ(ledger.acknowledged(), 2U);
+
+  AckToken third = ledger.issue(3);
+  third.join(ledger.issue(4));
+  third.join(AckToken{});  // an empty one changes nothing
+  third.fail();
+  EXPECT_EQ(ledger.acknowledged(), 2U);
+  EXPECT_TRUE(ledger.failed());
+
+  AckToken empty;
+  AckLedger other;
+  empty.join(other.issue(9));  // an empty token takes the other as it is
+  EXPECT_FALSE(empty.empty());
+  empty.release();
+  EXPECT_EQ(other.acknowledged(), 9U);
+}
+
 TEST(AckLedger, AnEmptyTokenSettlesNothing) {
   AckToken token;
   EXPECT_TRUE(token.empty());

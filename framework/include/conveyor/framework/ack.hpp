@@ -9,9 +9,9 @@
 //   if (auto position = ledger->acknowledged()) save_checkpoint(*position);
 //
 // An item carries a token; copies of it (a broadcast to several workers, an item split in
-// parts) share it. The token is settled when its last copy is released or destroyed: filtered,
-// dead-lettered and written items all count as finished. A branch that could not deliver its copy
-// calls fail() first.
+// parts) share it, and an item joined from several carries all of theirs (`join`). The token is
+// settled when its last copy is released or destroyed: filtered, dead-lettered and written items
+// all count as finished. A branch that could not deliver its copy calls fail() first.
 //
 // Contract:
 // - `issue(position)` numbers tokens in the order they are issued; positions should not
@@ -51,6 +51,9 @@ class AckToken {
   void release() noexcept { entry_.reset(); }
   // This copy could not be delivered: the ledger stops before it. Then releases this copy.
   void fail() noexcept;
+  // Carries `other` too, for an item made by joining two: it settles when this token's last copy
+  // goes, and fail() fails both.
+  void join(AckToken other);
 
  private:
   friend class AckLedger;

@@ -113,6 +113,7 @@ class FileTailer {
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
+  static bool source_unchanged(const File& file);
   void release_idle(Clock::time_point now);
 
   struct InodeKey {
