@@ -644,7 +644,8 @@ TEST(LogIngestServeOps, LoadGeneratorSendsEveryLine) {
     conveyor::testing::ChildProcess bad({CONVEYOR_LOG_INGEST, "generate", "--to", "ftp://x:1"},
                                         (service.dir() / "bad.txt").string());
     EXPECT_EQ(bad.wait(30s), 2);
-    EXPECT_NE(read_file(service.dir() / "bad.txt").find("must be tcp://HOST:PORT, udp://HOST:PORT or file://PATH"),
+    EXPECT_NE(read_file(service.dir() / "bad.txt")
+                  .find("must be tcp://HOST:PORT, udp://HOST:PORT or file://PATH"),
               std::string::npos);
   }
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
