@@ -101,6 +101,8 @@ struct FileTailer::File {
   File* copy_of = nullptr;
   Clock::time_point found{};
   Clock::time_point last_growth{};
+  Clock::time_point unseen_since{};  // detached: when a look first missed it
+  bool deleted = false;              // detached and closed: it had no name left
 
   ~File() {
     if (fd >= 0) ::close(fd);
@@ -375,6 +377,7 @@ void FileTailer::scan(Clock::time_point now) {
     if (file->state == File::State::live) {
       stats_.rotations.fetch_add(1, std::memory_order_relaxed);
       file->state = File::State::detached;
+      file->unseen_since = now;
     } else if (file->state == File::State::waiting || file->state == File::State::copy) {
       file->state = File::State::detached;
       file->ledger = nullptr;
@@ -499,6 +502,8 @@ void FileTailer::release_idle(Clock::time_point now) {
       case File::State::detached:
         if (file->fd >= 0 && (file->gzip ? file->complete : file->position >= size_of(file->fd)) &&
             file->assembler->carried() == 0 && now - file->last_growth >= options_.rotate_wait) {
+          struct stat status {};
+          file->deleted = ::fstat(file->fd, &status) == 0 && status.st_nlink == 0;
           file->close();
         }
         break;
@@ -542,8 +547,13 @@ void FileTailer::release_idle(Clock::time_point now) {
   // copy never came.
   const auto forgotten = [&](const std::unique_ptr<File>& file) {
     const bool done = !file->ledger || file->ledger->outstanding() == 0;
+    // A detached file that still exists may only have been missed by a look (renamed between
+    // the listing and the stat): it is remembered until it has been gone for a while, so that
+    // finding it again does not read it again.
+    const bool gone = file->deleted || !file->ledger ||
+                      now - file->unseen_since >= options_.rotate_wait + 2 * options_.glob_interval;
     return done &&
-           ((file->state == File::State::detached && file->fd < 0) ||
+           ((file->state == File::State::detached && file->fd < 0 && gone) ||
             (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
   };
   bool any = false;

@@ -178,6 +178,23 @@ TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {
   EXPECT_EQ(tailer.checkpoint().size(), 1U);
 }
 
+// A file that a look misses (renamed away and back, as a rotation that runs during the look can
+// make it seem) is remembered for a while: found again, it is not read again.
+TEST_F(FileTailerTest, AFileMissedByOneLookIsNotReadAgain) {
+  append_lines("app.log.2", "old-", 0, 50);
+  FileTailer tailer(options({path("app.log*")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  out.release();
+  fs::rename(path("app.log.2"), path("elsewhere"));
+  (void)tailer.poll(out.emit(), now += 1100ms);  // missed, read to its end, idle: closed
+  fs::rename(path("elsewhere"), path("app.log.3"));
+  (void)settle(tailer, out, now += 100ms);
+  for (const auto& [line, count] : out.lines)
+    EXPECT_EQ(count, 1) << line;
+  EXPECT_TRUE(out.each_once("old-", 0, 50));
+}
+
 // copytruncate with the copy under the glob: nothing read twice, and the lines written just
 // before the truncation are read from the copy.
 TEST_F(FileTailerTest, CopyTruncateWithTheCopyUnderTheGlobLosesAndRepeatsNothing) {
