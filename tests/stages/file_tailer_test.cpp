@@ -104,6 +104,14 @@ Clock::time_point settle(FileTailer& tailer, Collected& out, Clock::time_point n
   return now;
 }
 
+// A tailer run until it has read everything, which is then delivered; its checkpoint.
+std::vector<CheckpointEntry> checkpoint_after_reading(const TailOptions& tail, Collected& out) {
+  FileTailer tailer(tail, Input{"files"}, {});
+  (void)settle(tailer, out, Clock::now());
+  out.release();
+  return tailer.checkpoint();
+}
+
 std::uint64_t offset_of(const std::vector<CheckpointEntry>& entries, const std::string& path) {
   for (const CheckpointEntry& entry : entries)
     if (entry.path == path) return entry.offset;
@@ -139,14 +147,8 @@ TEST_F(FileTailerTest, TheOffsetIsCommittedWhenDeliveredNotWhenRead) {
 // A restart from the checkpoint reads neither a line twice nor misses one.
 TEST_F(FileTailerTest, ResumesFromItsCheckpointWithoutRepeats) {
   append_lines("a.log", "a-", 0, 100);
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(options(), Input{"files"}, {});
-    Collected out;
-    (void)settle(tailer, out, Clock::now());
-    out.release();
-    saved = tailer.checkpoint();
-  }
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
   append_lines("a.log", "a-", 100, 150);
   FileTailer again(options(), Input{"files"}, saved);
   Collected out;
@@ -289,16 +291,10 @@ TEST_F(FileTailerTest, ASkippedLongLineLeavesAnExactOffset) {
   append_lines("a.log", "a-", 0, 10);
   append("a.log", std::string(1000, 'x') + "\n");
   append_lines("a.log", "a-", 10, 20);
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(limited, Input{"files"}, {});
-    Collected out;
-    (void)settle(tailer, out, Clock::now());
-    EXPECT_TRUE(out.each_once("a-", 0, 20));
-    EXPECT_EQ(out.overlong, 1U);
-    out.release();
-    saved = tailer.checkpoint();
-  }
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(limited, first);
+  EXPECT_TRUE(first.each_once("a-", 0, 20));
+  EXPECT_EQ(first.overlong, 1U);
   EXPECT_EQ(offset_of(saved, path("a.log")), fs::file_size(path("a.log")));
   append_lines("a.log", "a-", 20, 25);
   FileTailer again(limited, Input{"files"}, saved);
@@ -333,14 +329,8 @@ TEST_F(FileTailerTest, APartialLineIsHeldUntilItsNewlineOrTheTimeout) {
 // offset saved for the file that had the inode before.
 TEST_F(FileTailerTest, AReusedInodeWithOtherFirstBytesIsANewFile) {
   append_lines("a.log", "first-", 0, 100);
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(options(), Input{"files"}, {});
-    Collected out;
-    (void)settle(tailer, out, Clock::now());
-    out.release();
-    saved = tailer.checkpoint();
-  }
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
   // Rewritten in place: same inode, other content, shorter than the saved offset or not.
   { std::ofstream(path("a.log"), std::ios::trunc) << ""; }
   append_lines("a.log", "second-", 0, 500);
@@ -413,16 +403,11 @@ TEST_F(FileTailerTest, AGzipFileIsReadOnceWhole) {
     }
     ::gzclose(out);
   }
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(options({path("*.gz")}), Input{"files"}, {});
-    Collected out;
-    (void)settle(tailer, out, Clock::now());
-    EXPECT_TRUE(out.each_once("z-", 0, 5000));
-    EXPECT_EQ(out.lines.size(), 5000U);
-    out.release();
-    saved = tailer.checkpoint();
-  }
+  Collected first;
+  const std::vector<CheckpointEntry> saved =
+      checkpoint_after_reading(options({path("*.gz")}), first);
+  EXPECT_TRUE(first.each_once("z-", 0, 5000));
+  EXPECT_EQ(first.lines.size(), 5000U);
   FileTailer again(options({path("*.gz")}), Input{"files"}, saved);
   Collected out;
   (void)settle(again, out, Clock::now());
