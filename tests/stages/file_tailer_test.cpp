@@ -52,7 +52,7 @@ class FileTailerTest : public ::testing::Test {
     append(name, text);
   }
 
-  [[nodiscard]] TailOptions options(std::vector<std::string> include = {}) const {
+  [[nodiscard]] TailOptions options(const std::vector<std::string>& include = {}) const {
     TailOptions options;
     options.include = include.empty() ? std::vector<std::string>{path("*.log")} : include;
     options.glob_interval = 0ms;  // look every poll
