@@ -1,5 +1,6 @@
 // FileTailer: follows the files that globs name, across rotation, truncation and restarts, and
-// cuts what is appended to them into chunks that carry acknowledgement tokens.
+// cuts what is appended to them into chunks that carry acknowledgement tokens. Why it works as it
+// does: docs/design/file-tailing.md.
 //
 //   FileTailer tailer(options, input, checkpoint.load().entries);
 //   for (;;) {
@@ -7,36 +8,19 @@
 //     if (due) checkpoint.save(tailer.checkpoint());
 //   }
 //
-// - Discovery: `include` and `exclude` globs (PathGlob, with `**`), looked for every
-//   `glob_interval` or when `rescan()` asks. A file found at the first look starts at its
-//   beginning, or its end with `start_at_end`; a file found later always at its beginning.
-// - Identity: device and inode, with a hash of the file's first line or first
-//   `fingerprint_bytes`, whichever is shorter. A file with neither yet is identified once it has.
-//   A reused inode with other first bytes is a new file.
-// - Rotation by rename: a file whose path now names another file (or nothing) is read to its end
-//   and released once it has been idle for `rotate_wait`; the file now at the path is new.
-// - copytruncate: a file shorter than what was read, or whose first bytes changed, was truncated:
-//   it is read again from 0. A file whose first bytes are those of the truncated one (its copy)
-//   goes on from where the truncated one was; if none appears within `rotate_wait`, the bytes
-//   known to have been there unread are counted as lost (`lost_truncated_bytes`).
-// - A gzip file (by its magic number, such as a rotated `*.gz`) is inflated and read once, from
-//   its start, and never followed; after a restart what was handed out is skipped.
-// - Partial lines are held until their newline, or handed out after `partial_line_timeout`.
-//   Lines over `max_line_bytes` are dead-lettered with their head (LineAssembler); offsets stay
-//   exact either way.
-// - Each chunk carries a token from its file's AckLedger for the offset after it. `checkpoint()`
-//   gives, for each file, the offset up to which everything was acknowledged (or restored), to
-//   save in a CheckpointFile; entries of files that were not found again are kept until
-//   `rotate_wait` after the first look. Restored entries resume their file at their offset, found
-//   by inode or, after a copy, by first bytes.
-//
-// - Descriptors: at most `max_open_files`; a file read to its end and idle for `close_idle` is
-//   closed, and opened again by the look that finds it grown (inotify makes that look prompt).
-//   Files beyond the cap wait for a later look.
-//
-// Contract: one thread calls poll, rescan and checkpoint; `stats()` may be read from any thread.
-// `emit` may block (backpressure); when it returns false the tailer stops reading for this poll,
-// and the chunk's token must have been failed by whoever dropped it.
+// Contract:
+// - Files are those `include` names and `exclude` does not (PathGlob), looked for every
+//   `glob_interval` or after rescan(). Found at the first look: read from the start, or the end
+//   with `start_at_end`; found later: from the start. gzip files are read once, whole.
+// - Every line of every file is handed out once per run, in order per file, across rotation by
+//   rename, copytruncate (its copy goes on where it was) and deletion; bytes a truncation took
+//   unread, with no copy within `rotate_wait`, are counted in `lost_truncated_bytes`.
+// - Each chunk carries a token of its file's AckLedger; checkpoint() gives each file's
+//   acknowledged (or restored) offset. Restored entries resume their files exactly.
+// - At most `max_open_files` descriptors are open.
+// - One thread calls poll, rescan and checkpoint; stats() may be read from any thread. `emit` may
+//   block; when it returns false the tailer stops reading for this poll, and the chunk's token
+//   must have been failed by whoever dropped it.
 #pragma once
 
 #include <atomic>
