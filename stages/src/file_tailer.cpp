@@ -104,13 +104,24 @@ struct FileTailer::File {
   Clock::time_point unseen_since{};  // detached: when a look first missed it
   bool deleted = false;              // detached and closed: it had no name left
 
-  ~File() {
-    if (fd >= 0) ::close(fd);
+  explicit File(std::size_t& open_count) : open(open_count) {}
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  ~File() { close(); }
+  // Opens `at` for reading; false if it cannot. The tailer's count of descriptors follows.
+  bool open_path(const std::string& at) {
+    fd = ::open(at.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) ++open;
+    return fd >= 0;
   }
   void close() {
-    if (fd >= 0) ::close(fd);
+    if (fd < 0) return;
+    ::close(fd);
     fd = -1;
+    --open;
   }
+
+  std::size_t& open;  // the tailer's count of open descriptors
   [[nodiscard]] std::uint64_t committed() const {
     return ledger ? ledger->acknowledged().value_or(start) : start;
   }
@@ -144,20 +155,18 @@ void FileTailer::track(const std::string& path, Clock::time_point now) {
     }
     // Closed while idle (or detached): opened again once it has something to read.
     if (file->fd < 0 && static_cast<std::uint64_t>(status.st_size) != file->size_seen &&
-        open_files() < options_.max_open_files) {
-      file->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        open_files_ < options_.max_open_files) {
+      (void)file->open_path(path);
     }
     if (file->state == File::State::waiting) (void)identify(*file, now);
     return;
   }
-  if (open_files() >= options_.max_open_files) return;  // found again at a later look
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  auto file = std::make_unique<File>();
+  if (open_files_ >= options_.max_open_files) return;  // found again at a later look
+  auto file = std::make_unique<File>(open_files_);
+  if (!file->open_path(path)) return;
   file->device = device;
   file->inode = inode;
   file->path = path;
-  file->fd = fd;
   file->found = now;
   file->last_growth = now;
   file->found_first = first_scan_;
@@ -165,12 +174,6 @@ void FileTailer::track(const std::string& path, Clock::time_point now) {
   by_inode_[InodeKey{device, inode}] = file.get();
   (void)identify(*file, now);
   files_.push_back(std::move(file));
-}
-
-std::size_t FileTailer::open_files() const {
-  return static_cast<std::size_t>(
-      std::count_if(files_.begin(), files_.end(),
-                    [](const std::unique_ptr<File>& file) { return file->fd >= 0; }));
 }
 
 bool FileTailer::identify(File& file, Clock::time_point now) {
@@ -326,7 +329,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     index(*copy);
     stats_.copies.fetch_add(1, std::memory_order_relaxed);
   } else {
-    auto parked = std::make_unique<File>();
+    auto parked = std::make_unique<File>(open_files_);
     parked->device = file.device;
     parked->inode = file.inode;
     parked->fingerprint = file.fingerprint;
@@ -587,7 +590,7 @@ std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
   }
   release_idle(now);
   stats_.files.store(files_.size(), std::memory_order_relaxed);
-  stats_.open_files.store(open_files(), std::memory_order_relaxed);
+  stats_.open_files.store(open_files_, std::memory_order_relaxed);
   return total;
 }
 

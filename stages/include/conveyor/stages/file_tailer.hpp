@@ -110,7 +110,6 @@ class FileTailer {
       return std::hash<std::uint64_t>{}(key.inode * 0x9e3779b97f4a7c15ULL ^ key.device);
     }
   };
-  [[nodiscard]] std::size_t open_files() const;
   void index(File& file);  // by its fingerprint, for copies to find it
   void unindex(File& file);
 
@@ -121,6 +120,7 @@ class FileTailer {
   std::unordered_multimap<InodeKey, std::size_t, InodeHash> restored_by_inode_;
   std::unordered_multimap<std::uint64_t, std::size_t> restored_by_fingerprint_;
   std::size_t longest_restored_ = 0;  // the longest fingerprint among them
+  std::size_t open_files_ = 0;        // descriptors the files hold; declared before them
   std::vector<std::unique_ptr<File>> files_;
   std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
   std::unordered_multimap<std::uint64_t, File*> by_fingerprint_;
