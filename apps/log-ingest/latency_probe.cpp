@@ -135,7 +135,6 @@ LatencyReport LatencyProbe::finish(std::uint64_t expected, std::chrono::millisec
   LatencyReport report;
   report.micros = std::move(micros_);
   std::sort(report.micros.begin(), report.micros.end());
-  report.seen = report.micros.size();
   return report;
 }
 

@@ -24,7 +24,6 @@
 namespace conveyor::log_ingest {
 
 struct LatencyReport {
-  std::uint64_t seen = 0;
   std::vector<std::uint32_t> micros;  // sorted, one per mark seen
   // The q-quantile (0..1) in milliseconds; 0 when nothing was seen.
   [[nodiscard]] double quantile_ms(double q) const;

@@ -394,10 +394,10 @@ int send_load(const LoadOptions& options) {
   std::fprintf(stderr,
                "log-ingest: latency from send to %s: %llu of %llu marks, p50 %.2f ms, p99 %.2f ms, "
                "p99.9 %.2f ms, max %.2f ms\n",
-               options.latency_file.c_str(), static_cast<unsigned long long>(report.seen),
+               options.latency_file.c_str(), static_cast<unsigned long long>(report.micros.size()),
                static_cast<unsigned long long>(expected), report.quantile_ms(0.5),
                report.quantile_ms(0.99), report.quantile_ms(0.999), report.quantile_ms(1.0));
-  return report.seen == expected ? 0 : 1;
+  return report.micros.size() == expected ? 0 : 1;
 }
 
 }  // namespace conveyor::log_ingest
