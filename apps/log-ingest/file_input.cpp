@@ -272,7 +272,14 @@ void FileInput::follow() {
     watch.watch(tailer.directories());
     publish();
     save_if_due();
-    if (read == 0 && watch.wait(std::chrono::milliseconds(100))) tailer.rescan();
+    if (read == 0) {
+      if (watch.wait(std::chrono::milliseconds(100))) tailer.rescan();
+    } else if (tailer.caught_up() && file.linger.count() > 0) {
+      // Appends gather for a while, and are read in a few large pieces instead of at each
+      // write; the changes meanwhile need no wake-up of their own.
+      std::this_thread::sleep_for(file.linger);
+      if (watch.wait(std::chrono::milliseconds(0))) tailer.rescan();
+    }
   }
   finished_.store(true, std::memory_order_release);
   // Everything read is in the Ingress. The last checkpoint waits for the outputs to write it all

@@ -192,6 +192,8 @@ bool read_file_key(const Reader& reader, const std::string& key, const YAML::Nod
     file.inotify = text == "inotify";
   } else if (key == "close_idle") {
     file.close_idle = reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
+  } else if (key == "linger") {
+    file.linger = reader.duration(value, what, Milliseconds(0), std::chrono::seconds(1));
   } else {
     return false;
   }
@@ -208,7 +210,7 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   reader.each(node, path,
               {"name", "type", "listen", "format", "tls", "include", "exclude", "read_from",
                "glob_interval", "rotate_wait", "partial_line_timeout", "checkpoint_interval",
-               "max_line_bytes", "max_open_files", "close_idle", "watch"},
+               "max_line_bytes", "max_open_files", "close_idle", "linger", "watch"},
               [&](const std::string& key, const YAML::Node& value) {
                 const std::string what = Reader::join(path, key);
                 if (read_file_key(reader, key, value, what, input.file)) {

@@ -56,6 +56,7 @@ struct FileConfig {
   std::size_t max_line_bytes = std::size_t{64} << 10;
   std::size_t max_open_files = 1024;
   std::chrono::milliseconds close_idle = std::chrono::minutes(5);
+  std::chrono::milliseconds linger{10};  // after reading every file to its end
   bool inotify = true;  // false: look every 100 ms and every glob_interval, and nothing else
 
   bool operator==(const FileConfig&) const = default;

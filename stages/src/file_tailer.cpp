@@ -430,6 +430,7 @@ std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_poin
       }
     }
   }
+  if (!file.complete) caught_up_ = false;
   stats_.bytes.fetch_add(total, std::memory_order_relaxed);
   return total;
 }
@@ -482,6 +483,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
       break;
     }
   }
+  if (file.position < size) caught_up_ = false;
   if (!stopped && file.assembler->carried() > 0 &&
       now - file.last_growth >= options_.partial_line_timeout) {
     if (!hand_out(file.assembler->flush())) stopped = true;
@@ -583,11 +585,13 @@ std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
   if (scan_due_ || now - last_scan_ >= options_.glob_interval) scan(now);
   std::size_t total = 0;
   bool stopped = false;
+  caught_up_ = true;
   for (std::size_t i = 0; i < files_.size() && !stopped; ++i) {
     File& file = *files_[i];
     if (file.state == File::State::waiting) (void)identify(file, now);
     total += read(file, emit, now, stopped);
   }
+  if (stopped) caught_up_ = false;
   release_idle(now);
   stats_.files.store(files_.size(), std::memory_order_relaxed);
   stats_.open_files.store(open_files_, std::memory_order_relaxed);

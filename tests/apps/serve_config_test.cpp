@@ -186,6 +186,7 @@ inputs:
     max_line_bytes: 1MiB
     max_open_files: 64
     close_idle: 30s
+    linger: 2ms
     watch: poll
 service:
   state_dir: /tmp/state
@@ -205,6 +206,7 @@ service:
   EXPECT_EQ(file.max_line_bytes, 1U << 20U);
   EXPECT_EQ(file.max_open_files, 64U);
   EXPECT_EQ(file.close_idle, std::chrono::seconds(30));
+  EXPECT_EQ(file.linger, std::chrono::milliseconds(2));
   EXPECT_FALSE(file.inotify);
   EXPECT_EQ(config.state_dir, "/tmp/state");
 

@@ -129,6 +129,28 @@ TEST_F(FileTailerTest, ReadsEveryLineOnceAndNamesItsFile) {
   EXPECT_EQ(out.held.front().offset, 0U);
 }
 
+// caught_up says whether a poll left bytes for a later one: the service lets appends gather
+// only when none were left.
+TEST_F(FileTailerTest, CaughtUpOnlyOnceEveryFileIsReadToItsEnd) {
+  TailOptions tail = options();
+  tail.read_bytes = 64;                 // four reads a poll: 256 bytes
+  append_lines("a.log", "a-", 0, 100);  // 490 bytes
+  append_lines("b.log", "b-", 0, 5);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = Clock::now();
+  EXPECT_GT(tailer.poll(out.emit(), now), 0U);
+  EXPECT_FALSE(tailer.caught_up());
+  for (int i = 0; i < 10 && !tailer.caught_up(); ++i)
+    (void)tailer.poll(out.emit(), now += 10ms);
+  EXPECT_TRUE(tailer.caught_up());
+  EXPECT_TRUE(out.each_once("a-", 0, 100));
+  EXPECT_TRUE(out.each_once("b-", 0, 5));
+  append_lines("b.log", "b-", 5, 6);
+  EXPECT_GT(tailer.poll(out.emit(), now += 10ms), 0U);
+  EXPECT_TRUE(tailer.caught_up());
+}
+
 // The offset is saved once a line is delivered, not once it is read: a hard kill between the
 // two must not lose it.
 TEST_F(FileTailerTest, TheOffsetIsCommittedWhenDeliveredNotWhenRead) {

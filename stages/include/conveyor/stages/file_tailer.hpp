@@ -78,6 +78,8 @@ class FileTailer {
 
   // Looks for files if due, then reads what is new in each. Returns the bytes read.
   std::size_t poll(const Emit& emit, Clock::time_point now = Clock::now());
+  // Whether the last poll read every file to the end it found (no file left bytes for later).
+  [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
   // The next poll looks for files whatever the interval (a directory changed).
   void rescan() noexcept { scan_due_ = true; }
 
@@ -126,6 +128,7 @@ class FileTailer {
   std::unordered_multimap<std::uint64_t, File*> by_fingerprint_;
   bool first_scan_ = true;
   bool scan_due_ = true;
+  bool caught_up_ = true;
   Clock::time_point last_scan_{};
   Clock::time_point first_scan_at_{};
   TailStats stats_;
