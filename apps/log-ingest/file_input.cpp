@@ -5,7 +5,6 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "conveyor/stages/checkpoint_file.hpp"
+#include "conveyor/stages/count_lines.hpp"
 #include "conveyor/stages/file_tailer.hpp"
 
 namespace conveyor::log_ingest {
@@ -157,8 +157,7 @@ class CheckpointSaver {
 };
 
 std::size_t lines_in(const stages::Chunk& chunk) {
-  std::size_t lines =
-      static_cast<std::size_t>(std::count(chunk.text.begin(), chunk.text.end(), '\n'));
+  std::size_t lines = stages::count_newlines(chunk.text);
   if (!chunk.text.empty() && chunk.text.back() != '\n') ++lines;
   return lines + chunk.overlong.size();
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "conveyor/stages/count_lines.hpp"
+
 namespace conveyor::stages::detail {
 
 std::string LineAssembler::buffer(std::size_t size, std::size_t& kept) {
@@ -59,7 +61,7 @@ std::optional<Cut> LineAssembler::cut(std::string buffer) {
 
   const std::uint64_t first_line = line_;
   const std::uint64_t offset = offset_;
-  next_line(static_cast<std::uint64_t>(std::count(buffer.begin(), buffer.end(), '\n')));
+  next_line(count_newlines(buffer));
   offset_ += buffer.size();
   const std::uint64_t end = offset_;
   if (carry_.size() > max_line_length_) {

@@ -9,7 +9,6 @@
 // Contract: not thread-safe; one thread calls next().
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,6 +18,7 @@
 #include <utility>
 
 #include "conveyor/stages/chunk.hpp"
+#include "conveyor/stages/count_lines.hpp"
 #include "conveyor/stages/detect.hpp"
 #include "conveyor/stages/file_source.hpp"
 
@@ -45,7 +45,7 @@ class MemorySource {
     chunk.text.assign(rest.substr(0, size));
     chunk.first_line = line_;
     chunk.offset = at_;
-    line_ += static_cast<std::uint64_t>(std::count(chunk.text.begin(), chunk.text.end(), '\n'));
+    line_ += count_newlines(chunk.text);
     at_ += size;
     read_.store(at_, std::memory_order_relaxed);
     if (input_->format == Format::auto_detect) input_->format = detect_format(chunk.text);
