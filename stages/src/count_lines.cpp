@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -15,7 +15,7 @@ std::size_t count_newlines(std::string_view text) noexcept {
   const char* at = text.data();
   const char* const end = at + text.size();
   std::size_t count = 0;
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
   const __m128i newline = _mm_set1_epi8('\n');
   const __m128i zero = _mm_setzero_si128();
   while (end - at >= 16) {
