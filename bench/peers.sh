@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What the service benchmarks (serve_bench.sh, tail_bench.sh) share: rsyslog unpacked from its
 # Debian package, and the CPU, memory and stopping of a service they started. Sourced, not run.
 #
@@ -5,6 +6,17 @@
 # `find_rsyslog WORK` unpacks its package (apt-get download, dpkg -x) under WORK and sets
 # `rsyslogd` and `rsyslog_modules` (empty when it could not; its libraries are installed by
 # cmake/install-deps.sh). `syslog_ng` is "yes" when syslog-ng is installed.
+# `prepare_bench WORK` does what every script does once its arguments are read: it sets `app` to
+# the release build's log-ingest (or stops the script when it is not built), makes `work` WORK as
+# an absolute path, created, and finds the peers (find_rsyslog).
+
+prepare_bench() {
+  app=$PWD/build/release/apps/log-ingest/log-ingest
+  [ -x "$app" ] || { echo "$app not built: cmake --workflow --preset release" >&2; exit 1; }
+  mkdir -p "$1"
+  work=$(cd "$1" && pwd)
+  find_rsyslog "$work"
+}
 
 find_rsyslog() {
   local package=$1/rsyslog-package

@@ -42,15 +42,10 @@ while [ $# -gt 0 ]; do
       ;;
   esac
 done
-app=$PWD/build/release/apps/log-ingest/log-ingest
-[ -x "$app" ] || { echo "$app not built: cmake --workflow --preset release" >&2; exit 1; }
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
-port=16514
-
 # shellcheck source=bench/peers.sh
 . bench/peers.sh
-find_rsyslog "$work"
+prepare_bench "$work"
+port=16514
 
 # Starts service $1 writing to $2; prints its pid. Its own output goes to files, so that the
 # caller's $(...) does not wait for it.

@@ -37,13 +37,9 @@ while [ $# -gt 0 ]; do
       ;;
   esac
 done
-app=$PWD/build/release/apps/log-ingest/log-ingest
-[ -x "$app" ] || { echo "$app not built: cmake --workflow --preset release" >&2; exit 1; }
-mkdir -p "$work"
-work=$(cd "$work" && pwd)
 # shellcheck source=bench/peers.sh
 . bench/peers.sh
-find_rsyslog "$work"
+prepare_bench "$work"
 failures=0
 
 # Starts service $1 following $2/*.log into $3; prints its pid.
