@@ -84,7 +84,8 @@ class DirectoryWatch {
 
 // Saves checkpoints on a thread of its own: fsync takes milliseconds, and the lines appended
 // meanwhile should not wait for it. `post` hands it the latest positions (older ones not yet
-// saved are dropped: the latest covers them); `finish` saves what is pending and stops.
+// saved are dropped: the latest covers them; the same ones again are not saved twice, unless
+// their save failed); `finish` saves what is pending and stops.
 class CheckpointSaver {
  public:
   CheckpointSaver(const stages::CheckpointFile& file, const std::atomic<bool>& abandoned,
@@ -141,6 +142,8 @@ class CheckpointSaver {
     } catch (const std::exception& failure) {
       InputCounters::add(counters_.checkpoint_errors, 1);
       std::fprintf(stderr, "log-ingest: input '%s': %s\n", input_.c_str(), failure.what());
+      const std::lock_guard lock(mutex_);
+      last_posted_.reset();  // the next post saves, even the same positions (the last one)
     }
   }
 
@@ -151,7 +154,7 @@ class CheckpointSaver {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::optional<std::vector<stages::CheckpointEntry>> pending_;
-  std::vector<stages::CheckpointEntry> last_posted_;
+  std::optional<std::vector<stages::CheckpointEntry>> last_posted_;
   bool stopping_ = false;
   std::thread thread_;  // last: it starts once the rest is built
 };

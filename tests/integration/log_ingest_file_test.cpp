@@ -310,6 +310,42 @@ TEST(LogIngestFile, ADamagedCheckpointIsSetAsideAndTheServiceStarts) {
   EXPECT_NE(read_file(setup.dir() / "state" / "app.checkpoint").find("a.log"), std::string::npos);
 }
 
+// A checkpoint save that fails (here, a directory stands where its temporary file goes) is
+// reported and tried again by the next save, even of the same positions: once the way is clear,
+// a clean stop leaves a checkpoint, and the restart repeats nothing.
+TEST(LogIngestFile, AFailedCheckpointSaveIsTriedAgain) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup(
+      "save-fails",
+      "  - {name: app, type: file, include: [\"LOGS/*.log\"], checkpoint_interval: 50ms}\n");
+  {
+    std::ofstream out(setup.logs() / "a.log");
+    for (int i = 0; i < 100; ++i)
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  const fs::path blocker = setup.dir() / "state" / "app.checkpoint.tmp";
+  fs::create_directories(blocker);
+  auto child = setup.start(0);
+  for (int i = 0; i < 200 && (paths_written(setup.dir() / "records.jsonl").size() < 100 ||
+                              setup.logs_of_run(0).find("cannot create") == std::string::npos);
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_NE(setup.logs_of_run(0).find("cannot create"), std::string::npos) << setup.logs_of_run(0);
+  std::this_thread::sleep_for(300ms);  // saves of the final positions fail meanwhile
+  fs::remove(blocker);
+  ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+  EXPECT_NE(read_file(setup.dir() / "state" / "app.checkpoint").find("a.log"), std::string::npos)
+      << setup.logs_of_run(0);
+  auto again = setup.start(1);
+  std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(again->stop(SIGTERM, 60s), 0) << setup.logs_of_run(1);
+  std::size_t lines = 0;
+  std::ifstream records(setup.dir() / "records.jsonl");
+  for (std::string line; std::getline(records, line);)
+    ++lines;
+  EXPECT_EQ(lines, 100U);
+}
+
 // Two inputs keep a checkpoint each, and neither removes the other's offsets.
 TEST(LogIngestFile, TwoInputsNeverShareACheckpoint) {
   conveyor::testing::Watchdog watchdog(60s);
