@@ -104,24 +104,24 @@ struct FileTailer::File {
   Clock::time_point unseen_since{};  // detached: when a look first missed it
   bool deleted = false;              // detached and closed: it had no name left
 
-  explicit File(std::size_t& open_count) : open(open_count) {}
+  explicit File(std::size_t& open_files) : open_count(open_files) {}
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   ~File() { close(); }
   // Opens `at` for reading; false if it cannot. The tailer's count of descriptors follows.
   bool open_path(const std::string& at) {
     fd = ::open(at.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) ++open;
+    if (fd >= 0) ++open_count;
     return fd >= 0;
   }
   void close() {
     if (fd < 0) return;
     ::close(fd);
     fd = -1;
-    --open;
+    --open_count;
   }
 
-  std::size_t& open;  // the tailer's count of open descriptors
+  std::size_t& open_count;  // the tailer's count of open descriptors
   [[nodiscard]] std::uint64_t committed() const {
     return ledger ? ledger->acknowledged().value_or(start) : start;
   }
