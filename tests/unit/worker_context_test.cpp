@@ -7,12 +7,14 @@
 
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/out_port.hpp"
+#include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_loop.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "counted_recheck.hpp"
@@ -26,6 +28,7 @@ using conveyor::detail::Batch;
 using conveyor::detail::Control;
 using conveyor::detail::Entry;
 using conveyor::detail::InPort;
+using conveyor::detail::make_out_port;
 using conveyor::detail::OutPort;
 using conveyor::detail::Parcel;
 using conveyor::detail::ReorderBuffer;
@@ -175,8 +178,10 @@ TEST(WorkerContextTest, AProducerAboutToSleepWakesAConsumerWaitingForItems) {
   Doorbell consumer;
   Worker producer;
   const Dispatch dispatch = Dispatch::round_robin();
-  OutPort<int> out(producer.context, producer.context.counters(),
-                   {{&lane}, {&returns}, {&consumer}}, dispatch, 1, Tagging::none, nullptr);
+  std::unique_ptr<OutPort<int>> port = make_out_port<int>(
+      producer.context, producer.context.counters(), {{&lane}, {&returns}, {&consumer}},
+      {.dispatch = &dispatch, .batch = 1, .tagging = Tagging::none});
+  OutPort<int>& out = *port;
   Parcel<int> first = item(1);
   ASSERT_TRUE(lane.try_push(first));                       // the lane is full
   consumer.prepare(WaitReason::items);                     // after the push's check

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/signature.hpp"
 
 namespace conveyor {
@@ -49,18 +51,23 @@ class Channel {
   std::size_t capacity_;
 };
 
-// Which worker of a stage gets an item.
+// Which worker of a stage gets an item. Each kind is a policy of its own
+// (detail/dispatch_policy.hpp), which the Dispatch holds.
 class Dispatch {
  public:
   enum class Kind { round_robin, by_key, broadcast, least_loaded };
 
   // The next worker whose channel has room, starting after the last one served (seed 002).
-  static Dispatch round_robin() { return Dispatch(Kind::round_robin); }
+  static Dispatch round_robin() {
+    return Dispatch(Kind::round_robin, detail::round_robin_dispatch());
+  }
   // Every worker gets every item (the items must be copyable).
-  static Dispatch broadcast() { return Dispatch(Kind::broadcast); }
+  static Dispatch broadcast() { return Dispatch(Kind::broadcast, detail::broadcast_dispatch()); }
   // The worker whose channel holds the fewest parcels, ties taking turns: for items whose cost
   // varies, so that a worker stuck on a slow item is not handed more.
-  static Dispatch least_loaded() { return Dispatch(Kind::least_loaded); }
+  static Dispatch least_loaded() {
+    return Dispatch(Kind::least_loaded, detail::least_loaded_dispatch());
+  }
 
   // The worker chosen by a hash of `key(item)`, so that all items with one key meet on one worker
   // and per-key state needs no lock. `key` is a data member pointer (&Record::status), a member
@@ -72,13 +79,13 @@ class Dispatch {
     static_assert(!std::is_void_v<item_type>,
                   "Dispatch::by_key: cannot tell which item type the key function takes; name "
                   "it: Dispatch::by_key<Item>(key)");
-    Dispatch dispatch(Kind::by_key);
+    Dispatch dispatch(Kind::by_key,
+                      detail::keyed_dispatch([key = std::move(key)](const void* item) {
+                        const auto& value = *static_cast<const item_type*>(item);
+                        const auto& k = std::invoke(key, value);
+                        return mix(std::hash<std::decay_t<decltype(k)>>{}(k));
+                      }));
     dispatch.item_type_ = typeid(item_type);
-    dispatch.hash_ = [key = std::move(key)](const void* item) -> std::uint64_t {
-      const auto& value = *static_cast<const item_type*>(item);
-      const auto& k = std::invoke(key, value);
-      return mix(std::hash<std::decay_t<decltype(k)>>{}(k));
-    };
     return dispatch;
   }
 
@@ -92,28 +99,28 @@ class Dispatch {
     static_assert(!std::is_void_v<item_type>,
                   "Dispatch::by_partition: cannot tell which item type the key function takes; "
                   "name it: Dispatch::by_partition<Item>(key)");
-    Dispatch dispatch(Kind::by_key);
+    Dispatch dispatch(
+        Kind::by_key, detail::keyed_dispatch([key = std::move(key)](const void* item) {
+          const auto& value = *static_cast<const item_type*>(item);
+          const auto partition = std::invoke(key, value);
+          using partition_type = std::decay_t<decltype(partition)>;
+          static_assert(std::is_unsigned_v<partition_type> && !std::is_same_v<partition_type, bool>,
+                        "Dispatch::by_partition: the partition must be an unsigned integer");
+          return static_cast<std::uint64_t>(partition);
+        }));
     dispatch.item_type_ = typeid(item_type);
-    dispatch.hash_ = [key = std::move(key)](const void* item) -> std::uint64_t {
-      const auto& value = *static_cast<const item_type*>(item);
-      const auto partition = std::invoke(key, value);
-      using partition_type = std::decay_t<decltype(partition)>;
-      static_assert(std::is_unsigned_v<partition_type> && !std::is_same_v<partition_type, bool>,
-                    "Dispatch::by_partition: the partition must be an unsigned integer");
-      return static_cast<std::uint64_t>(partition);
-    };
     return dispatch;
   }
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   // by_key: the type the key function takes.
   [[nodiscard]] std::type_index item_type() const noexcept { return item_type_; }
-  // by_key and by_partition: the hash of an item of item_type() (its partition, for
-  // by_partition).
-  [[nodiscard]] std::uint64_t hash(const void* item) const { return hash_(item); }
+  // The policy that places parcels on the edge's lanes.
+  [[nodiscard]] const detail::DispatchPolicy& policy() const noexcept { return *policy_; }
 
  private:
-  explicit Dispatch(Kind kind) : kind_(kind) {}
+  Dispatch(Kind kind, std::shared_ptr<const detail::DispatchPolicy> policy)
+      : kind_(kind), policy_(std::move(policy)) {}
 
   // std::hash of an integer is the integer; spread it over the high bits as well.
   static std::uint64_t mix(std::uint64_t value) noexcept {
@@ -126,7 +133,7 @@ class Dispatch {
 
   Kind kind_;
   std::type_index item_type_ = typeid(void);
-  std::function<std::uint64_t(const void*)> hash_;
+  std::shared_ptr<const detail::DispatchPolicy> policy_;
 };
 
 // Whether a stage runs on the workers of the stage before it, its code called from there with no

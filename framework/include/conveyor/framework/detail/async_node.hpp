@@ -170,7 +170,9 @@ class AsyncStageNode final : public ConsumerNode<In, F> {
    private:
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
-      OutPort<Out> out = output_port<Out>(context, wiring, worker, context.counters());
+      std::unique_ptr<OutPort<Out>> out_ptr =
+          output_port<Out>(context, wiring, worker, context.counters());
+      OutPort<Out>& out = *out_ptr;
       Emit<Out> emit(out, false);
       const bool completed = consume_async<In>(
           node(), wiring, context, worker, workers_,

@@ -25,6 +25,8 @@
 #include "conveyor/framework/detail/control.hpp"
 #include "conveyor/framework/detail/edge.hpp"
 #include "conveyor/framework/detail/fused_step.hpp"
+#include "conveyor/framework/detail/port/fused_port.hpp"
+#include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
@@ -107,20 +109,24 @@ InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t 
 }
 
 // `counters`: those of the node that emits (the worker's own, unless the node is fused).
-template <class Out>
-OutPort<Out> output_port(WorkerContext& context, const Wiring& wiring, std::size_t worker,
-                         WorkerCounters& counters) {
+// `Forwarding`: false for a source's port, which never forwards tags.
+template <class Out, bool Forwarding = true>
+std::unique_ptr<OutPort<Out>> output_port(WorkerContext& context, const Wiring& wiring,
+                                          std::size_t worker, WorkerCounters& counters) {
   if (wiring.fused_next != nullptr) {
     std::unique_ptr<FusedStep> step = wiring.fused_next->fused_step(context, worker);
-    return OutPort<Out>(
+    return std::make_unique<FusedPort<Out>>(
         context, counters,
         std::unique_ptr<FusedInput<Out>>(static_cast<FusedInput<Out>*>(step.release())),
         wiring.output_tagging);
   }
   auto& output = static_cast<Edge<Out>&>(*wiring.output);
-  return OutPort<Out>(context, counters, output.producer_side(worker, wiring.downstream),
-                      *wiring.output_dispatch, wiring.output_batch, wiring.output_tagging,
-                      wiring.output_gate);
+  return make_out_port<Out, Forwarding>(context, counters,
+                                        output.producer_side(worker, wiring.downstream),
+                                        {.dispatch = wiring.output_dispatch,
+                                         .batch = wiring.output_batch,
+                                         .tagging = wiring.output_tagging,
+                                         .gate = wiring.output_gate});
 }
 
 class NodeBase {
@@ -244,7 +250,9 @@ class SourceNode final : public NodeBase {
    private:
     void run(WorkerContext& context, std::size_t worker) override {
       const Wiring& wiring = this->wiring();
-      OutPort<Out> port = output_port<Out>(context, wiring, worker, context.counters());
+      std::unique_ptr<OutPort<Out>> port_ptr =
+          output_port<Out, false>(context, wiring, worker, context.counters());
+      OutPort<Out>& port = *port_ptr;
       SourceBody<F, Out> body(std::move(code_[worker]));
       BusyClock clock(context);
       if constexpr (SourceBody<F, Out>::pulled) {
@@ -334,7 +342,7 @@ class StageNode final : public ConsumerNode<In, F> {
           : context_(context),
             counters_(run.node().counters(worker)),
             out_(output_port<Out>(context, run.wiring(), worker, counters_)),
-            emit_(out_, false),
+            emit_(*out_, false),
             body_(std::move(run.code_[worker])) {}
 
       bool push(In&& item) override {
@@ -348,18 +356,18 @@ class StageNode final : public ConsumerNode<In, F> {
         }
         return !context_.cancelled();
       }
-      void begin_item(const Tag& tag) noexcept override { out_.begin_item(tag); }
+      void begin_item(const Tag& tag) noexcept override { out_->begin_item(tag); }
       // What the port sends here may run user code too (a by_key function downstream).
       bool end_item() override {
-        return guarded([&] { return out_.end_item(); });
+        return guarded([&] { return out_->end_item(); });
       }
       bool flush() override {
-        return guarded([&] { return out_.flush(); });
+        return guarded([&] { return out_->flush(); });
       }
       void finish() override {
         (void)guarded([&] {
           body_.flush(emit_);
-          if (!context_.cancelled()) out_.close();
+          if (!context_.cancelled()) out_->close();
           return true;
         });
       }
@@ -378,7 +386,7 @@ class StageNode final : public ConsumerNode<In, F> {
 
       WorkerContext& context_;
       WorkerCounters& counters_;
-      OutPort<Out> out_;
+      std::unique_ptr<OutPort<Out>> out_;
       Emit<Out> emit_;
       StageBody<F, In, Out> body_;
     };
@@ -387,7 +395,9 @@ class StageNode final : public ConsumerNode<In, F> {
       const Wiring& wiring = this->wiring();
       WorkerCounters& counters = context.counters();
       InPort<In> in = input_port<In>(context, wiring, worker);
-      OutPort<Out> out = output_port<Out>(context, wiring, worker, context.counters());
+      std::unique_ptr<OutPort<Out>> out_ptr =
+          output_port<Out>(context, wiring, worker, context.counters());
+      OutPort<Out>& out = *out_ptr;
       Emit<Out> emit(out, false);
       StageBody<F, In, Out> body(std::move(code_[worker]));
       auto flush_batches = [&] { out.flush(); };

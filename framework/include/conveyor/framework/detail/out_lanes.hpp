@@ -29,13 +29,7 @@ class OutLanes {
   // The counters of the stage this port emits for.
   [[nodiscard]] WorkerCounters& counters() noexcept { return counters_; }
 
- protected:
-  OutLanes(WorkerContext& worker, WorkerCounters& counters,
-           std::vector<sync::detail::RingIndices*> rings, std::vector<Doorbell*> consumers,
-           WindowGate* gate);
-  // A port without lanes: it hands items to a fused step.
-  OutLanes(WorkerContext& worker, WorkerCounters& counters) noexcept;
-  ~OutLanes();
+  // --- For the dispatch policies (dispatch_policy.hpp) ---
 
   [[nodiscard]] std::size_t lane_count() const noexcept { return rings_.size(); }
 
@@ -73,6 +67,14 @@ class OutLanes {
   // if every lane is full), and the wait for one.
   [[nodiscard]] std::size_t least_loaded() const;
   bool wait_for_least_loaded();
+
+ protected:
+  OutLanes(WorkerContext& worker, WorkerCounters& counters,
+           std::vector<sync::detail::RingIndices*> rings, std::vector<Doorbell*> consumers,
+           WindowGate* gate);
+  // A port without lanes: it hands items to a fused step.
+  OutLanes(WorkerContext& worker, WorkerCounters& counters) noexcept;
+  ~OutLanes();
 
   // Sequencers: the next number once the ordering window has room for it (flushing what the port
   // collected with `flush` before it sleeps); nullopt if cancelled first.

@@ -1,0 +1,66 @@
+// DispatchPolicy: which lane of an edge each parcel goes into. A Dispatch (options.hpp) holds one;
+// each kind is a file of its own in framework/src (dispatch_*.cpp), compiled once for every item
+// type: a policy chooses lanes and waits for room, and a LanePush does the typed push.
+//
+// Contract: a policy is immutable and shared by every producer worker of its edges; each call
+// runs on one producer's worker with that worker's port (OutLanes). `deliver` calls `push(lane,
+// copy)` until the parcel is in the lanes the policy chooses (a copy into each but the last, for
+// a policy that delivers to several), waiting on the port for room; it returns false once the
+// pipeline is cancelled. A keyed policy picks the lane of each item from its value (`lane_of`),
+// and the port passes that lane to `deliver`.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+namespace conveyor::detail {
+
+class OutLanes;
+
+// Pushes the parcel at hand into lane `lane` (a copy of it if `copy`) if that lane has a free
+// slot; true if it did. A non-owning reference to the port's typed push.
+class LanePush {
+ public:
+  template <class Push>
+  explicit LanePush(Push& push) noexcept
+      : object_(&push), call_([](void* object, std::size_t lane, bool copy) {
+          return (*static_cast<Push*>(object))(lane, copy);
+        }) {}
+
+  bool operator()(std::size_t lane, bool copy) const { return call_(object_, lane, copy); }
+
+ private:
+  void* object_;
+  bool (*call_)(void*, std::size_t, bool);
+};
+
+class DispatchPolicy {
+ public:
+  DispatchPolicy() = default;
+  virtual ~DispatchPolicy() = default;
+  DispatchPolicy(const DispatchPolicy&) = delete;
+  DispatchPolicy& operator=(const DispatchPolicy&) = delete;
+
+  // Whether each item's value decides its lane (batches are then collected per lane).
+  [[nodiscard]] virtual bool keyed() const noexcept { return false; }
+  // A keyed policy: the lane, of `lanes`, of `item` (null for a gap, which goes by its number
+  // `seq`).
+  [[nodiscard]] virtual std::size_t lane_of(const void* /*item*/, std::uint64_t /*seq*/,
+                                            std::size_t /*lanes*/) const {
+    return 0;
+  }
+  // Delivers the parcel that `push` pushes; `lane` is lane_of's answer for a keyed policy.
+  virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
+};
+
+// The policies, one per file in framework/src.
+std::shared_ptr<const DispatchPolicy> round_robin_dispatch();
+std::shared_ptr<const DispatchPolicy> broadcast_dispatch();
+std::shared_ptr<const DispatchPolicy> least_loaded_dispatch();
+// `hash(item)`: the hash of an item's key (or its partition).
+std::shared_ptr<const DispatchPolicy> keyed_dispatch(
+    std::function<std::uint64_t(const void*)> hash);
+
+}  // namespace conveyor::detail

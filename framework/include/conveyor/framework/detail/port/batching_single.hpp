@@ -1,0 +1,48 @@
+// Batch size 1: every item goes out as a parcel of its own, a whole item built in its slot.
+//
+// Batching policies (this file, batching_batched.hpp) share one shape, which policy_port.hpp
+// relies on:
+// - `batches`: whether items are grouped (and runs can go out whole);
+// - `send(port, entry)`, `send_value(port, seq, value)`: one tagged entry, or one whole item with
+//   number `seq`; false once the pipeline is cancelled;
+// - `flush(port)`: sends what was collected;
+// - for batching policies only: `send_run(port, run)`, `pull_space(port)` and `pulled(port, ...)`
+//   (out_port.hpp's run calls).
+// Contract: used by the port's worker only, like the port.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/framework/detail/port/delivery.hpp"
+
+namespace conveyor::detail {
+
+template <class T>
+struct SingleItems {
+  static constexpr bool batches = false;
+
+  SingleItems(std::size_t /*collections*/, std::size_t /*batch*/) noexcept {}
+
+  template <class Port>
+  [[gnu::always_inline]] bool send(Port& port, Entry<T>&& entry) {
+    const std::size_t lane = port.lane_of(entry);
+    Parcel<T> parcel(std::move(entry));
+    return port.deliver(lane, ParcelDelivery<T>{port.lanes(), parcel});
+  }
+
+  template <class Port>
+  [[gnu::always_inline]] bool send_value(Port& port, std::uint64_t seq, T&& value) {
+    const std::size_t lane = port.lane_of(seq, value);
+    return port.deliver(lane, WholeItemDelivery<T>{port.lanes(), seq, value});
+  }
+
+  template <class Port>
+  bool flush(Port& /*port*/) noexcept {
+    return true;
+  }
+};
+
+}  // namespace conveyor::detail

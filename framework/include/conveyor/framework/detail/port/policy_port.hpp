@@ -1,0 +1,145 @@
+// PolicyPort<T, Tagging, Batching>: an OutPort that pushes into lanes, composed of one tagging
+// policy (tagging_*.hpp) and one batching policy (batching_*.hpp), chosen when the edge is built
+// (make_out_port.hpp) and inlined into the port's hot path, which has no switch on either; the
+// policies call back into the port for what they share (the lanes, the numbers, the window). Each
+// parcel goes where the edge's dispatch policy (dispatch_policy.hpp) puts it.
+//
+// Contract: OutPort's (out_port.hpp). The Dispatch outlives the port.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/dispatch_policy.hpp"
+#include "conveyor/framework/detail/out_port.hpp"
+#include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/framework/detail/port/delivery.hpp"
+#include "conveyor/framework/options.hpp"
+#include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/spsc_ring.hpp"
+
+namespace conveyor::detail {
+
+template <class T, template <class> class TaggingPolicy, template <class> class BatchingPolicy>
+class PolicyPort final : public OutPort<T> {
+  using Tagger = TaggingPolicy<T>;
+  using Batcher = BatchingPolicy<T>;
+  friend Tagger;
+  friend Batcher;
+
+ public:
+  // out_port.hpp's run calls, where the dispatch is not keyed: a port takes runs unless it is a
+  // sequencer, which numbers every item within the window; a source's port pulls.
+  static constexpr bool takes_runs = Batcher::batches;
+  static constexpr bool pulls = Batcher::batches && !Tagger::forwards;
+
+  // `sequencer`: the port numbers for an in-order stage (with `gate`, unless that stage is fused).
+  PolicyPort(WorkerContext& worker, WorkerCounters& counters,
+             const typename OutPort<T>::Lanes& lanes, const Dispatch& dispatch, std::size_t batch,
+             bool sequencer, WindowGate* gate)
+      : OutPort<T>(worker, counters, lanes, gate, batch, Tagger::forwards,
+                   takes_runs && !sequencer && !dispatch.policy().keyed(),
+                   pulls && !dispatch.policy().keyed()),
+        lanes_(lanes.lanes),
+        dispatch_(dispatch.policy()),
+        keyed_(dispatch_.keyed()),
+        batcher_(keyed_ ? lanes.lanes.size() : 1, batch) {
+    CONVEYOR_CONTRACT(batch >= 1 && (batch == 1) != Batcher::batches,
+                      "OutPort: the batching policy must match the batch size");
+  }
+
+  bool emit(T&& value) override {
+    this->counters().items_out.add(1);
+    return tagger_.emit(*this, std::move(value));
+  }
+
+  bool flush() override { return batcher_.flush(*this); }
+
+  void close() override {
+    if (!flush()) return;
+    this->close_lanes();
+  }
+
+  bool send_run(Batch<T>&& run) override {
+    if constexpr (takes_runs) {
+      CONVEYOR_CONTRACT(run.is_run() && this->takes_runs_of(run.size()),
+                        "OutPort::send_run: a run the port can take whole");
+      this->counters().items_out.add(run.size());
+      tagger_.number_run(*this, run);
+      return batcher_.send_run(*this, std::move(run));
+    } else {
+      CONVEYOR_CONTRACT(false, "OutPort::send_run: a run the port can take whole");
+      return false;
+    }
+  }
+
+ private:
+  using PullSpace = typename OutPort<T>::PullSpace;
+
+  std::optional<PullSpace> pull_space() override {
+    if constexpr (pulls) {
+      const std::uint64_t next = this->next_seq_;
+      // Numbers only within the ordering window (waiting flushes what was collected).
+      if (!this->window_open(next) && !wait_for_window(next)) return std::nullopt;
+      auto [values, room] = batcher_.run_space(*this, next);
+      if (this->gate() != nullptr) {
+        room = std::min<std::uint64_t>(room, this->released() + this->gate()->window() - next);
+      }
+      return PullSpace{values, room};
+    } else {
+      CONVEYOR_CONTRACT(false, "OutPort::pull: a batched source's port");
+      return std::nullopt;
+    }
+  }
+
+  bool pulled(std::uint64_t taken, bool ship_if_full) override {
+    this->next_seq_ += taken;
+    this->counters().items_out.add(taken);
+    if constexpr (pulls) {
+      return !ship_if_full || batcher_.ship_if_full(*this);
+    } else {
+      return false;
+    }
+  }
+
+  bool ended_item() override { return tagger_.end_item(*this); }
+
+  // --- For the policies ---
+
+  [[gnu::always_inline]] bool send(Entry<T>&& entry) {
+    return batcher_.send(*this, std::move(entry));
+  }
+  [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
+    return batcher_.send_value(*this, seq, std::move(value));
+  }
+  template <class Delivery>
+  [[gnu::always_inline]] bool deliver(std::size_t lane, Delivery&& delivery) {
+    return dispatch_.deliver(*this, lane, LanePush(delivery));
+  }
+  [[nodiscard]] bool keyed() const noexcept { return keyed_; }
+  // The lane of an entry, or of a whole item with number `seq`: 0 unless the dispatch is keyed.
+  [[nodiscard, gnu::always_inline]] std::size_t lane_of(const Entry<T>& entry) const {
+    if (!keyed_) return 0;
+    return dispatch_.lane_of(entry.value ? &*entry.value : nullptr, entry.tag.seq, lanes_.size());
+  }
+  [[nodiscard, gnu::always_inline]] std::size_t lane_of(std::uint64_t seq, const T& value) const {
+    if (!keyed_) return 0;
+    return dispatch_.lane_of(&value, seq, lanes_.size());
+  }
+  [[nodiscard]] const LaneList<T>& lanes() const noexcept { return lanes_; }
+  bool wait_for_window(std::uint64_t seq) {
+    return OutLanes::wait_for_window(seq, [this] { return flush(); });
+  }
+
+  const LaneList<T> lanes_;
+  const DispatchPolicy& dispatch_;
+  const bool keyed_;
+  Tagger tagger_;
+  Batcher batcher_;
+};
+
+}  // namespace conveyor::detail

@@ -1,0 +1,33 @@
+// Dispatch::broadcast(): every lane gets every parcel (a copy, and the original into the last);
+// the port waits for room in each lane in turn.
+#include <cstddef>
+#include <memory>
+
+#include "conveyor/framework/detail/dispatch_policy.hpp"
+#include "conveyor/framework/detail/out_lanes.hpp"
+
+namespace conveyor::detail {
+namespace {
+
+class Broadcast final : public DispatchPolicy {
+ public:
+  bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
+    const std::size_t last = port.lane_count() - 1;
+    for (std::size_t lane = 0; lane <= last; ++lane) {
+      while (!push(lane, lane != last)) {
+        if (!port.wait_for_room(lane)) return false;
+      }
+      port.pushed(lane);
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const DispatchPolicy> broadcast_dispatch() {
+  static const auto policy = std::make_shared<const Broadcast>();
+  return policy;
+}
+
+}  // namespace conveyor::detail

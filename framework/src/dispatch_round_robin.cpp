@@ -1,0 +1,38 @@
+// Dispatch::round_robin(): each parcel goes into the next lane with a free slot, starting after
+// the last one served (seed 002); the port waits while every lane is full.
+#include <cstddef>
+#include <memory>
+
+#include "conveyor/framework/detail/dispatch_policy.hpp"
+#include "conveyor/framework/detail/out_lanes.hpp"
+
+namespace conveyor::detail {
+namespace {
+
+class RoundRobin final : public DispatchPolicy {
+ public:
+  bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
+    const std::size_t count = port.lane_count();
+    for (;;) {
+      const std::size_t first = port.finger();
+      for (std::size_t step = 0; step < count; ++step) {
+        std::size_t lane = first + step;
+        if (lane >= count) lane -= count;
+        if (push(lane, false)) {
+          port.pushed_past_finger(lane);
+          return true;
+        }
+      }
+      if (!port.wait_for_room()) return false;
+    }
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const DispatchPolicy> round_robin_dispatch() {
+  static const auto policy = std::make_shared<const RoundRobin>();
+  return policy;
+}
+
+}  // namespace conveyor::detail
