@@ -5,12 +5,15 @@
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/framework/options.hpp"
 
 namespace conveyor::detail {
 namespace {
 
 class Broadcast final : public DispatchPolicy {
  public:
+  [[nodiscard]] bool copies() const noexcept override { return true; }
+
   bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
     const std::size_t last = port.lane_count() - 1;
     for (std::size_t lane = 0; lane <= last; ++lane) {
@@ -25,9 +28,13 @@ class Broadcast final : public DispatchPolicy {
 
 }  // namespace
 
-std::shared_ptr<const DispatchPolicy> broadcast_dispatch() {
-  static const auto policy = std::make_shared<const Broadcast>();
-  return policy;
+}  // namespace conveyor::detail
+
+namespace conveyor {
+
+Dispatch Dispatch::broadcast() {
+  static const auto policy = std::make_shared<const detail::Broadcast>();
+  return Dispatch(Kind::broadcast, policy);
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor

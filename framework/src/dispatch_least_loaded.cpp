@@ -8,6 +8,7 @@
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/least_loaded.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/framework/options.hpp"
 
 namespace conveyor::detail {
 
@@ -48,9 +49,13 @@ class LeastLoaded final : public DispatchPolicy {
 
 }  // namespace
 
-std::shared_ptr<const DispatchPolicy> least_loaded_dispatch() {
-  static const auto policy = std::make_shared<const LeastLoaded>();
-  return policy;
+}  // namespace conveyor::detail
+
+namespace conveyor {
+
+Dispatch Dispatch::least_loaded() {
+  static const auto policy = std::make_shared<const detail::LeastLoaded>();
+  return Dispatch(Kind::least_loaded, policy);
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor

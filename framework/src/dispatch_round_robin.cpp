@@ -5,6 +5,7 @@
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/framework/options.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -30,9 +31,13 @@ class RoundRobin final : public DispatchPolicy {
 
 }  // namespace
 
-std::shared_ptr<const DispatchPolicy> round_robin_dispatch() {
-  static const auto policy = std::make_shared<const RoundRobin>();
-  return policy;
+}  // namespace conveyor::detail
+
+namespace conveyor {
+
+Dispatch Dispatch::round_robin() {
+  static const auto policy = std::make_shared<const detail::RoundRobin>();
+  return Dispatch(Kind::round_robin, policy);
 }
 
-}  // namespace conveyor::detail
+}  // namespace conveyor

@@ -55,12 +55,12 @@ void check_input_options(const NodeBase& node, const std::type_info& item, bool 
     throw std::invalid_argument("stage '" + node.name() + "': the batch size must be at least 1");
   }
   const Dispatch& dispatch = options.dispatch;
-  if (dispatch.kind() == Dispatch::Kind::by_key && dispatch.item_type() != std::type_index(item)) {
+  if (dispatch.policy().keyed() && dispatch.item_type() != std::type_index(item)) {
     throw std::invalid_argument("stage '" + node.name() +
                                 "': Dispatch::by_key's key function takes another type than the "
                                 "items this stage receives");
   }
-  if (dispatch.kind() == Dispatch::Kind::broadcast && !item_copyable && node.workers() > 1) {
+  if (dispatch.policy().copies() && !item_copyable && node.workers() > 1) {
     throw std::invalid_argument("stage '" + node.name() +
                                 "': Dispatch::broadcast needs copyable items");
   }

@@ -93,8 +93,8 @@ std::string fusion_obstacle(const NodeBase& before, const NodeBase& node, std::s
   if (before.asynchronous() || node.asynchronous()) {
     return "asynchronous stages run their coroutines from workers of their own";
   }
-  const Dispatch::Kind dispatch = node.options().dispatch.kind();
-  if (dispatch == Dispatch::Kind::by_key || dispatch == Dispatch::Kind::broadcast) {
+  const detail::DispatchPolicy& dispatch = node.options().dispatch.policy();
+  if (dispatch.keyed() || dispatch.copies()) {
     return "its dispatch decides which worker takes each item";
   }
   if (node.mode() != Mode::parallel && workers > 1) {
@@ -289,7 +289,7 @@ void Pipeline::start() {
     ordered_in[i] = node.mode() == Mode::serial_in_order ||
                     (!node.sequencer() && after < count && ordered_in[after]);
     if (ordered_in[i] && node.mode() != Mode::serial_in_order &&
-        node.options().dispatch.kind() == Dispatch::Kind::broadcast && node.workers() > 1) {
+        node.options().dispatch.policy().copies() && node.workers() > 1) {
       throw std::invalid_argument("stage '" + node.name() +
                                   "': a serial_in_order stage after it cannot restore the order "
                                   "of items broadcast to several workers");

@@ -58,16 +58,12 @@ class Dispatch {
   enum class Kind { round_robin, by_key, broadcast, least_loaded };
 
   // The next worker whose channel has room, starting after the last one served (seed 002).
-  static Dispatch round_robin() {
-    return Dispatch(Kind::round_robin, detail::round_robin_dispatch());
-  }
+  static Dispatch round_robin();
   // Every worker gets every item (the items must be copyable).
-  static Dispatch broadcast() { return Dispatch(Kind::broadcast, detail::broadcast_dispatch()); }
+  static Dispatch broadcast();
   // The worker whose channel holds the fewest parcels, ties taking turns: for items whose cost
   // varies, so that a worker stuck on a slow item is not handed more.
-  static Dispatch least_loaded() {
-    return Dispatch(Kind::least_loaded, detail::least_loaded_dispatch());
-  }
+  static Dispatch least_loaded();
 
   // The worker chosen by a hash of `key(item)`, so that all items with one key meet on one worker
   // and per-key state needs no lock. `key` is a data member pointer (&Record::status), a member

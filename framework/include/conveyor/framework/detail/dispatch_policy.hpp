@@ -1,6 +1,7 @@
 // DispatchPolicy: which lane of an edge each parcel goes into. A Dispatch (options.hpp) holds one;
-// each kind is a file of its own in framework/src (dispatch_*.cpp), compiled once for every item
-// type: a policy chooses lanes and waits for room, and a LanePush does the typed push.
+// each kind is a file of its own in framework/src (dispatch_*.cpp, with the Dispatch factory that
+// makes it), compiled once for every item type: a policy chooses lanes and waits for room, and a
+// LanePush does the typed push. The planner asks a policy only what it is (keyed, copies).
 //
 // Contract: a policy is immutable and shared by every producer worker of its edges; each call
 // runs on one producer's worker with that worker's port (OutLanes). `deliver` calls `push(lane,
@@ -45,6 +46,8 @@ class DispatchPolicy {
 
   // Whether each item's value decides its lane (batches are then collected per lane).
   [[nodiscard]] virtual bool keyed() const noexcept { return false; }
+  // Whether every lane gets a copy of every parcel (the items must be copyable).
+  [[nodiscard]] virtual bool copies() const noexcept { return false; }
   // A keyed policy: the lane, of `lanes`, of `item` (null for a gap, which goes by its number
   // `seq`).
   [[nodiscard]] virtual std::size_t lane_of(const void* /*item*/, std::uint64_t /*seq*/,
@@ -55,11 +58,8 @@ class DispatchPolicy {
   virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
 };
 
-// The policies, one per file in framework/src.
-std::shared_ptr<const DispatchPolicy> round_robin_dispatch();
-std::shared_ptr<const DispatchPolicy> broadcast_dispatch();
-std::shared_ptr<const DispatchPolicy> least_loaded_dispatch();
-// `hash(item)`: the hash of an item's key (or its partition).
+// The keyed policy of Dispatch::by_key and Dispatch::by_partition (templates, in options.hpp):
+// `hash(item)` is the hash of an item's key, or its partition.
 std::shared_ptr<const DispatchPolicy> keyed_dispatch(
     std::function<std::uint64_t(const void*)> hash);
 
