@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "conveyor/framework.hpp"
+#include "conveyor/framework/testing.hpp"
 #include "conveyor/stages/aggregate_stage.hpp"
 #include "conveyor/stages/file_source.hpp"
 #include "conveyor/stages/filter.hpp"
@@ -489,6 +490,45 @@ TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
 
 // The whole chain, as log-ingest builds it: every line is counted once, as a record, a blank,
 // a filtered-out record or a dead letter, and the records written are valid JSON.
+// The parse stage as a chain on its own, run by conveyor::testing::run: every chunk comes back as
+// one batch, in the chunks' order, and every line is counted once.
+TEST(ParseStage, AsAChainCountsEveryLineOfEveryChunkInOrder) {
+  conveyor::testing::Watchdog watchdog;
+  std::string text;
+  for (int i = 0; i < 2000; ++i) {
+    text += i % 10 == 0 ? std::string("not an access log line\n")
+                        : "10.0.0." + std::to_string(i % 9) +
+                              " - - [01/Nov/2026:00:00:10 +0000] \"GET /p HTTP/1.1\" 200 " +
+                              std::to_string(i) + " \"-\" \"agent\"\n";
+  }
+  MemorySource source("test", text, {.chunk_size = 1024});
+  std::vector<Chunk> chunks;
+  while (auto chunk = source.next())
+    chunks.push_back(std::move(*chunk));
+  const std::size_t chunk_count = chunks.size();
+  ASSERT_GT(chunk_count, 10U);
+
+  auto config = std::make_shared<ParseConfig>();
+  const auto parse =
+      conveyor::chain<Chunk>() |
+      conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel, .workers = 3});
+  const std::vector<Batch> batches = conveyor::testing::run(parse, std::move(chunks));
+
+  ASSERT_EQ(batches.size(), chunk_count);
+  LineCounts total;
+  std::uint64_t next_line = 1;
+  for (const Batch& batch : batches) {
+    EXPECT_EQ(batch.storage->chunk.first_line, next_line);
+    next_line += batch.counts.lines;
+    total.lines += batch.counts.lines;
+    total.records += batch.counts.records;
+    total.rejected += batch.counts.rejected;
+  }
+  EXPECT_EQ(total.lines, 2000U);
+  EXPECT_EQ(total.rejected, 200U);
+  EXPECT_EQ(total.records, 1800U);
+}
+
 TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   conveyor::testing::Watchdog watchdog;
   std::string text;

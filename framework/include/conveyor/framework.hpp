@@ -1,8 +1,9 @@
-// Everything a pipeline author needs: Pipeline, stage(), sink(), Emit, the options, Shared<T>,
+// Everything a pipeline author needs: Pipeline, stage(), sink(), Chain, Emit, the options, Shared<T>,
 // AckLedger, Observer and Stats.
 #pragma once
 
 #include "conveyor/framework/ack.hpp"
+#include "conveyor/framework/chain.hpp"
 #include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/options.hpp"
