@@ -1,7 +1,6 @@
 // Dispatch::broadcast(): every lane gets every parcel (a copy, and the original into the last);
 // the port waits for room in each lane in turn.
 #include <cstddef>
-#include <memory>
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
@@ -33,8 +32,7 @@ class Broadcast final : public DispatchPolicy {
 namespace conveyor {
 
 Dispatch Dispatch::broadcast() {
-  static const auto policy = std::make_shared<const detail::Broadcast>();
-  return Dispatch(Kind::broadcast, policy);
+  return stateless<detail::Broadcast>(Kind::broadcast);
 }
 
 }  // namespace conveyor

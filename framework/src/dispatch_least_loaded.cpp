@@ -2,7 +2,6 @@
 // taking turns (least_loaded_lane); the port waits while every lane is full.
 #include <cstddef>
 #include <limits>
-#include <memory>
 #include <vector>
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
@@ -54,8 +53,7 @@ class LeastLoaded final : public DispatchPolicy {
 namespace conveyor {
 
 Dispatch Dispatch::least_loaded() {
-  static const auto policy = std::make_shared<const detail::LeastLoaded>();
-  return Dispatch(Kind::least_loaded, policy);
+  return stateless<detail::LeastLoaded>(Kind::least_loaded);
 }
 
 }  // namespace conveyor

@@ -1,7 +1,6 @@
 // Dispatch::round_robin(): each parcel goes into the next lane with a free slot, starting after
 // the last one served (seed 002); the port waits while every lane is full.
 #include <cstddef>
-#include <memory>
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
@@ -36,8 +35,7 @@ class RoundRobin final : public DispatchPolicy {
 namespace conveyor {
 
 Dispatch Dispatch::round_robin() {
-  static const auto policy = std::make_shared<const detail::RoundRobin>();
-  return Dispatch(Kind::round_robin, policy);
+  return stateless<detail::RoundRobin>(Kind::round_robin);
 }
 
 }  // namespace conveyor

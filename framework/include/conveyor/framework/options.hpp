@@ -118,6 +118,13 @@ class Dispatch {
   Dispatch(Kind kind, std::shared_ptr<const detail::DispatchPolicy> policy)
       : kind_(kind), policy_(std::move(policy)) {}
 
+  // A dispatch of a kind whose policy has no state: one policy object serves every edge.
+  template <class Policy>
+  static Dispatch stateless(Kind kind) {
+    static const auto policy = std::make_shared<const Policy>();
+    return Dispatch(kind, policy);
+  }
+
   // std::hash of an integer is the integer; spread it over the high bits as well.
   static std::uint64_t mix(std::uint64_t value) noexcept {
     value ^= value >> 30;
