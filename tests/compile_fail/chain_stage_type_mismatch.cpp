@@ -5,7 +5,7 @@
 #include <string>
 
 int main() {
-  auto lengths = conveyor::chain<int>() |
-                 conveyor::stage([](const std::string& s) { return s.size(); });
+  auto lengths =
+      conveyor::chain<int>() | conveyor::stage([](const std::string& s) { return s.size(); });
   (void)lengths;
 }

@@ -1,5 +1,5 @@
-// Everything a pipeline author needs: Pipeline, stage(), sink(), Chain, Emit, the options, Shared<T>,
-// AckLedger, Observer and Stats.
+// Everything a pipeline author needs: Pipeline, stage(), sink(), Chain, Emit, the options,
+// Shared<T>, AckLedger, Observer and Stats.
 #pragma once
 
 #include "conveyor/framework/ack.hpp"
