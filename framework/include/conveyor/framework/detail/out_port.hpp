@@ -1,7 +1,7 @@
 // OutPort<T>: the producing side of one worker, as its loop and its Emit see it. What a port does
 // with an item is decided by three policies chosen when the edge is built (port/make_out_port.hpp):
 // how it tags items for in-order stages (port/tagging_*.hpp), whether it groups them into batches
-// (port/batching_*.hpp), and which consumer gets each parcel (port/dispatch_*.hpp). The concrete
+// (port/batching_*.hpp), and which consumer gets each parcel (dispatch_policy.hpp). The concrete
 // port (port/policy_port.hpp) composes them, so its hot path has no switch on any of them; the
 // port of a stage with a fused successor (port/fused_port.hpp) hands everything to that step.
 // What does not depend on T is OutLanes (out_lanes.hpp).
@@ -23,6 +23,7 @@
 
 #include "conveyor/framework/detail/out_lanes.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/spsc_ring.hpp"
 
 namespace conveyor::detail {
@@ -107,6 +108,7 @@ class OutPort : public OutLanes {
   // Contract: pulls().
   template <class Next>
   bool pull(Next&& next) {
+    CONVEYOR_CONTRACT(pulls(), "OutPort::pull: a batched source's port");
     for (;;) {
       std::optional<PullSpace> space = pull_space();
       if (!space) return false;
