@@ -25,9 +25,6 @@
 
 namespace conveyor {
 
-template <class In, class Out>
-class Chain;
-
 namespace detail {
 
 // What `Flow<In> | chain` returns: Flow<Out>, or Completed for a chain that ends in a sink.
@@ -41,11 +38,6 @@ struct chain_end<void> {
 };
 template <class Out>
 using chain_end_t = typename chain_end<Out>::type;
-
-template <class T>
-inline constexpr bool is_chain = false;
-template <class In, class Out>
-inline constexpr bool is_chain<Chain<In, Out>> = true;
 
 }  // namespace detail
 
@@ -73,6 +65,7 @@ template <class In>
 
 template <class In, class Mid, class F, class O>
 [[nodiscard]] auto operator|(Chain<In, Mid> chain, StageSpec<F, O> spec) {
+  static_assert(!std::is_void_v<Mid>, "conveyor: this chain already ends in a sink");
   static_assert(std::is_copy_constructible_v<F>,
                 "conveyor: a chain's stages are copied into each pipeline it is put into; this "
                 "stage's code cannot be copied");
