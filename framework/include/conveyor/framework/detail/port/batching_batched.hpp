@@ -6,10 +6,8 @@
 // Contract: used by the port's worker only.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 

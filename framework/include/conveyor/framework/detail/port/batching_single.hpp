@@ -6,8 +6,8 @@
 // - `send(port, entry)`, `send_value(port, seq, value)`: one tagged entry, or one whole item with
 //   number `seq`; false once the pipeline is cancelled;
 // - `flush(port)`: sends what was collected;
-// - for batching policies only: `send_run(port, run)`, `pull_space(port)` and `pulled(port, ...)`
-//   (out_port.hpp's run calls).
+// - for batching policies only (out_port.hpp's run calls): `send_run(port, run)`, and for pull()
+//   `run_space(port, next)` and `ship_if_full(port)`.
 // Contract: used by the port's worker only, like the port.
 #pragma once
 
