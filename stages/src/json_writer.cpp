@@ -382,33 +382,49 @@ std::string format_time(std::int64_t seconds) {
   return text;
 }
 
-void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
-                   const Projection& projection, std::uint64_t offset) {
+RecordWriter::RecordWriter(const Input& input, const Projection& projection)
+    : input_(input), projected_(!projection.fields.empty()) {
+  for (const std::string& name : projection.fields)
+    columns_.push_back({static_cast<int>(field_id(name)), name});
+  if (!projected_ && !input.file.empty()) {
+    source_ = field_keys[static_cast<std::size_t>(FieldId::input)];
+    append_json_string(source_, input.name);
+    source_ += field_keys[static_cast<std::size_t>(FieldId::file)];
+    append_json_string(source_, input.file);
+  }
+}
+
+void RecordWriter::append(std::string& out, const Record& record, std::uint64_t line,
+                          std::uint64_t offset) const {
   ObjectWriter w(out);
-  if (projection.fields.empty()) {
+  if (!projected_) {
     for (std::size_t i = 0; i <= static_cast<std::size_t>(last_default_field); ++i)
-      write_field(w, static_cast<FieldId>(i), record, input, line, offset);
-    if (!input.file.empty()) {  // a tailed file's: where each record was read
-      write_field(w, FieldId::input, record, input, line, offset);
-      write_field(w, FieldId::file, record, input, line, offset);
-      write_field(w, FieldId::offset, record, input, line, offset);
+      write_field(w, static_cast<FieldId>(i), record, input_, line, offset);
+    if (!source_.empty()) {  // a tailed file's: where each record was read
+      w.plain_key(source_);
+      write_field(w, FieldId::offset, record, input_, line, offset);
     }
     for (const Field& field : record.extra)
       write_extra(w, field);
   } else {
-    for (const std::string& name : projection.fields) {
-      if (const FieldId id = field_id(name); id != FieldId::none) {
-        write_field(w, id, record, input, line, offset);
+    for (const Column& column : columns_) {
+      if (const auto id = static_cast<FieldId>(column.field); id != FieldId::none) {
+        write_field(w, id, record, input_, line, offset);
         continue;
       }
       for (const Field& field : record.extra) {
-        if (field.name != name) continue;
+        if (field.name != column.name) continue;
         write_extra(w, field);
         break;
       }
     }
   }
   w.close();
+}
+
+void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
+                   const Projection& projection, std::uint64_t offset) {
+  RecordWriter(input, projection).append(out, record, line, offset);
 }
 
 void append_dead_letter(std::string& out, const Input& input, std::uint64_t line,

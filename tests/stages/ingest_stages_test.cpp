@@ -464,6 +464,34 @@ TEST(JsonWriter, AnUnknownPlaceIsLeftOut) {
                  "\n");
 }
 
+// One writer serves a chunk's records: each is written as append_record writes it alone, and a
+// tailed file's record with none of its own fields still begins its object with "input".
+TEST(JsonWriter, ARecordWriterWritesEachRecordAsAppendRecordDoes) {
+  Input tailed{"files", 0, Format::combined, false};
+  tailed.file = "/var/log/a \"b\".log";
+  Record full;
+  full.host = "h";
+  full.status = 200;
+  full.extra = {{"region", "eu", false}};
+  for (const Projection& projection :
+       {Projection{}, Projection{{"offset", "region", "file", "host", "nonesuch"}}}) {
+    const RecordWriter writer(tailed, projection);
+    std::string together;
+    std::string alone;
+    for (const Record& record : {full, Record{}, full}) {
+      writer.append(together, record, 5, 300);
+      append_record(alone, record, tailed, 5, projection, 300);
+    }
+    EXPECT_EQ(together, alone);
+  }
+  std::string out;
+  RecordWriter(tailed, Projection{}).append(out, Record{}, 0, conveyor::stages::unknown_offset);
+  EXPECT_EQ(out, R"({"input":"files","file":"/var/log/a \"b\".log"})"
+                 "\n");
+  simdjson::dom::parser parser;
+  EXPECT_NO_THROW((void)parser.parse(out));
+}
+
 TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
   Summary whole;
   Summary a;

@@ -25,9 +25,34 @@ struct Projection {
   std::vector<std::string> fields;
 };
 
-// Appends one JSON object and a newline. `time` is written as RFC 3339 UTC text. A `line` of 0
-// (unknown) is left out. A tailed file's records (Input::file) also carry "input", "file" and
-// "offset" by default, the offset where it is known.
+// Writes the records of one input: one JSON object and a newline each. `time` is written as RFC
+// 3339 UTC text. A `line` of 0 (unknown) is left out. A tailed file's records (Input::file) also
+// carry "input", "file" and "offset" by default, the offset where it is known.
+//
+//   const RecordWriter writer(*chunk.input, config.projection);   // once per chunk
+//   writer.append(out, record, line, offset);                     // once per record
+//
+// What is the same for every record of the input is prepared once: the projection's names are
+// looked up, and a tailed file's "input" and "file" are rendered. Contract: `input` and
+// `projection` outlive the writer.
+class RecordWriter {
+ public:
+  RecordWriter(const Input& input, const Projection& projection);
+  void append(std::string& out, const Record& record, std::uint64_t line,
+              std::uint64_t offset = unknown_offset) const;
+
+ private:
+  struct Column {
+    int field;              // which of the record's own fields; past them, an extra one
+    std::string_view name;  // its name, in the projection
+  };
+  const Input& input_;
+  bool projected_;
+  std::vector<Column> columns_;  // when projected_
+  std::string source_;           // `,"input":…,"file":…` of a tailed file's records, by default
+};
+
+// One record, with a RecordWriter of its own: for a few records; a chunk's records share one.
 void append_record(std::string& out, const Record& record, const Input& input, std::uint64_t line,
                    const Projection& projection, std::uint64_t offset = unknown_offset);
 
