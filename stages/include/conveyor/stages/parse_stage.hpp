@@ -57,6 +57,7 @@ class ParseStage {
   std::shared_ptr<const ParseConfig> config_;
   std::shared_ptr<Tallies> tallies_;
   std::unique_ptr<JsonParser> json_;
+  double output_per_byte_ = 1.5;  // of the last chunk: records' bytes for each byte of text
 };
 
 }  // namespace conveyor::stages
