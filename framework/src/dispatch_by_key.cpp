@@ -18,6 +18,7 @@ class Keyed final : public DispatchPolicy {
   explicit Keyed(std::function<std::uint64_t(const void*)> hash) : hash_(std::move(hash)) {}
 
   [[nodiscard]] bool keyed() const noexcept override { return true; }
+  [[nodiscard]] FirstTry first_try() const noexcept override { return FirstTry::keyed_lane; }
 
   [[nodiscard]] std::size_t lane_of(const void* item, std::uint64_t seq,
                                     std::size_t lanes) const override {

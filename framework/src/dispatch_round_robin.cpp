@@ -11,6 +11,7 @@ namespace {
 
 class RoundRobin final : public DispatchPolicy {
  public:
+  [[nodiscard]] FirstTry first_try() const noexcept override { return FirstTry::finger; }
   bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
     const std::size_t count = port.lane_count();
     for (;;) {

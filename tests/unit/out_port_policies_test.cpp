@@ -213,6 +213,21 @@ TEST(OutPortPoliciesTest, RoundRobinTakesTurns) {
   }
 }
 
+// The port pushes into the finger's lane itself; when that lane is full, the policy goes on to
+// the next lane with room.
+TEST(OutPortPoliciesTest, RoundRobinPassesOverAFullLane) {
+  Producer producer(2, 2);
+  const Dispatch dispatch = Dispatch::round_robin();
+  auto port = producer.port(dispatch, 1, Tagging::none);
+  for (int i = 0; i < 3; ++i)  // lanes 0, 1, 0: lane 0 is full
+    ASSERT_TRUE(port->emit(int{i}));
+  EXPECT_EQ(producer.drain(1), (std::vector<std::vector<Seen>>{{item(1, 1)}}));
+  ASSERT_TRUE(port->emit(3));  // the finger is at lane 1 again, which has room
+  ASSERT_TRUE(port->emit(4));  // lane 0 is full: lane 1
+  EXPECT_EQ(producer.drain(0), (std::vector<std::vector<Seen>>{{item(0, 0)}, {item(2, 2)}}));
+  EXPECT_EQ(producer.drain(1), (std::vector<std::vector<Seen>>{{item(3, 3)}, {item(4, 4)}}));
+}
+
 TEST(OutPortPoliciesTest, ByKeySendsEqualKeysToOneLaneAndCollectsABatchPerLane) {
   Producer producer(2, 8);
   const Dispatch dispatch = Dispatch::by_partition([](int x) { return static_cast<unsigned>(x); });

@@ -54,6 +54,12 @@ class DispatchPolicy {
                                             std::size_t /*lanes*/) const {
     return 0;
   }
+  // The lane a parcel is tried in first, where that try succeeds most of the time: the port
+  // pushes into it itself, without a call into the policy, and calls `deliver` only when that
+  // lane is full. `finger`: the port's round-robin finger (pushed_past_finger after the push);
+  // `keyed_lane`: lane_of's answer (pushed after the push); `none`: the policy always chooses.
+  enum class FirstTry { none, finger, keyed_lane };
+  [[nodiscard]] virtual FirstTry first_try() const noexcept { return FirstTry::none; }
   // Delivers the parcel that `push` pushes; `lane` is lane_of's answer for a keyed policy.
   virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
 };

@@ -2,7 +2,8 @@
 // policy (tagging_*.hpp) and one batching policy (batching_*.hpp), chosen when the edge is built
 // (make_out_port.hpp) and inlined into the port's hot path, which has no switch on either; the
 // policies call back into the port for what they share (the lanes, the numbers, the window). Each
-// parcel goes where the edge's dispatch policy (dispatch_policy.hpp) puts it.
+// parcel goes where the edge's dispatch policy (dispatch_policy.hpp) puts it: into the lane the
+// policy tries first, pushed here when it has room, or else by the policy.
 //
 // Contract: OutPort's (out_port.hpp). The Dispatch outlives the port.
 #pragma once
@@ -47,6 +48,7 @@ class PolicyPort final : public OutPort<T> {
         lanes_(lanes.lanes),
         dispatch_(dispatch.policy()),
         keyed_(dispatch_.keyed()),
+        first_try_(dispatch_.first_try()),
         batcher_(keyed_ ? lanes.lanes.size() : 1, batch) {
     CONVEYOR_CONTRACT(batch >= 1 && (batch == 1) != Batcher::batches,
                       "OutPort: the batching policy must match the batch size");
@@ -116,8 +118,19 @@ class PolicyPort final : public OutPort<T> {
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
     return batcher_.send_value(*this, seq, std::move(value));
   }
+  // Into the lane the dispatch policy tries first, if it has room; otherwise the policy chooses.
   template <class Delivery>
   [[gnu::always_inline]] bool deliver(std::size_t lane, Delivery&& delivery) {
+    if (first_try_ == FirstTry::finger) {
+      const std::size_t first = this->finger();
+      if (delivery(first, false)) {
+        this->pushed_past_finger(first);
+        return true;
+      }
+    } else if (first_try_ == FirstTry::keyed_lane && delivery(lane, false)) {
+      this->pushed(lane);
+      return true;
+    }
     return dispatch_.deliver(*this, lane, LanePush(delivery));
   }
   [[nodiscard]] bool keyed() const noexcept { return keyed_; }
@@ -138,6 +151,8 @@ class PolicyPort final : public OutPort<T> {
   const LaneList<T> lanes_;
   const DispatchPolicy& dispatch_;
   const bool keyed_;
+  using FirstTry = DispatchPolicy::FirstTry;
+  const FirstTry first_try_;
   Tagger tagger_;
   Batcher batcher_;
 };
