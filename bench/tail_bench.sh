@@ -9,10 +9,10 @@
 # the services, medians reported:
 # - Catch-up: a log of --size (the sample's realistic profile: many distinct paths and clients) is
 #   already written when the service starts; the time until its output holds every line, the CPU
-#   seconds, and the peak RSS. `log-ingest run` on the same file, with the same parsing, is the
-#   reference for the input's own overhead; so the service is measured twice: writing what `run`
-#   writes, and with its defaults, where a tailed file's records also say where they were read
-#   ("input", "file", "offset": a quarter more bytes to render and write).
+#   seconds, and the peak RSS. `log-ingest run` on the same file, with the same parsing (run twice
+#   a round), is the reference for the input's own overhead; so the service is measured twice:
+#   writing what `run` writes, and with its defaults, where a tailed file's records also say where
+#   they were read ("input", "file", "offset": a fifth more bytes to render and write).
 # - Following: 8 files appended at --follow-mb MB/s in all for --follow-seconds
 #   (`log-ingest generate --to file://`), read as they grow. The CPU seconds per MB appended, and
 #   for log-ingest the lag from append to write (one line in 100 marked, `generate --latency`).
@@ -132,6 +132,20 @@ follow() {
     -v q="$quantiles" 'BEGIN { printf "%.3f %.1f %s\n", c, m, q }'
 }
 
+# The reference: log-ingest run on the big log, timed to its exit.
+run_reference() {
+  local start_time=$EPOCHREALTIME
+  /usr/bin/time -f "%U %S" -o "$work/run.time" "$app" run -i "$work/catch-up/access.log" \
+    --format combined -o "$work/run.jsonl" --summary none --dead-letter "$work/run.jsonl.dead" -q
+  awk -v a="$start_time" -v b="$EPOCHREALTIME" -v c="$(awk '{ print $1 + $2 }' "$work/run.time")" \
+    'BEGIN { printf "run %.3f %.3f 0\n", b - a, c }' >> "$work/results.$$"
+  if [ "$(cat "$work/run.jsonl" "$work/run.jsonl.dead" | wc -l)" -ne "$lines" ]; then
+    echo "run lost lines" >&2
+    failures=$((failures + 1))
+  fi
+  rm -f "$work/run.jsonl" "$work/run.jsonl.dead"
+}
+
 services=(log-ingest)
 # The fields `run` writes for an access log: every field of a record, in the same order.
 run_fields=$'pipeline: {fields: [time, host, user, method, path, protocol, status, bytes, referrer, agent, duration, facility, severity, program, pid, message]}\n'
@@ -146,21 +160,13 @@ bytes=$(stat -c %s "$work/catch-up/access.log")
 line_bytes=$((bytes / lines))
 : > "$work/results.$$"
 for round in $(seq "$rounds"); do
-  start_time=$EPOCHREALTIME
-  /usr/bin/time -f "%U %S" -o "$work/run.time" "$app" run -i "$work/catch-up/access.log" \
-    --format combined -o "$work/run.jsonl" --summary none --dead-letter "$work/run.jsonl.dead" -q
-  awk -v a="$start_time" -v b="$EPOCHREALTIME" -v c="$(awk '{ print $1 + $2 }' "$work/run.time")" \
-    'BEGIN { printf "run %.3f %.3f 0\n", b - a, c }' >> "$work/results.$$"
-  if [ "$(cat "$work/run.jsonl" "$work/run.jsonl.dead" | wc -l)" -ne "$lines" ]; then
-    echo "run lost lines" >&2
-    failures=$((failures + 1))
-  fi
-  rm -f "$work/run.jsonl" "$work/run.jsonl.dead"
+  run_reference
   if result=$(catch_up log-ingest-same); then
     echo "log-ingest-same $result" >> "$work/results.$$"
   else
     failures=$((failures + 1))
   fi
+  run_reference  # twice a round, beside each of the service's catch-ups
   for service in "${services[@]}"; do
     if result=$(catch_up "$service"); then
       echo "$service $result" >> "$work/results.$$"
