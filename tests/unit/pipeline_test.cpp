@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "conveyor/framework/chain.hpp"
 #include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "pipeline_support.hpp"
@@ -197,6 +198,51 @@ TEST(PipelineTest, ByKeyDispatchSendsEachKeyToOneWorker) {
   for (const auto& [key, worker] : seen)
     EXPECT_TRUE(keys.insert(key).second) << "key " << key;
   EXPECT_EQ(keys.size(), 17U);
+}
+
+// The keyed dispatch as stage()'s and sink()'s third argument, where its key function's item type
+// is checked at compile time: the same placement as in the options.
+TEST(PipelineTest, AKeyedDispatchGivenToStageAndSinkSendsEachKeyToOneWorker) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::mutex mutex;
+  std::set<std::pair<std::uint64_t, std::size_t>> stage_seen;     // (key, worker)
+  std::set<std::pair<std::uint64_t, std::thread::id>> sink_seen;  // (partition, worker's thread)
+  std::atomic<std::uint64_t> total{0};
+  const auto keyed = conveyor::chain<std::uint64_t>() | stage([](std::uint64_t x) {
+                       return Keyed{x % 17, x};
+                     }) |
+                     stage(
+                         [&](Keyed k, Emit<Keyed>& emit) {
+                           {
+                             std::lock_guard lock(mutex);
+                             stage_seen.emplace(k.key, emit.worker());
+                           }
+                           emit(Keyed{k.value % 5, k.value});
+                         },
+                         {.mode = Mode::parallel, .workers = 3}, Dispatch::by_key(&Keyed::key));
+  p.source(count_to(3000)) | keyed |
+      sink(
+          [&](const Keyed& k) {
+            {
+              std::lock_guard lock(mutex);
+              sink_seen.emplace(k.key, std::this_thread::get_id());
+            }
+            total.fetch_add(k.value, std::memory_order_relaxed);
+          },
+          {.mode = Mode::parallel, .workers = 2},
+          Dispatch::by_partition([](const Keyed& k) { return k.key; }));
+  p.run();
+  EXPECT_EQ(total.load(), 2999U * 3000U / 2);
+  const auto one_worker_each = [](const auto& seen) {
+    std::set<std::uint64_t> keys;
+    for (const auto& [key, worker] : seen)
+      EXPECT_TRUE(keys.insert(key).second) << "key " << key;
+  };
+  one_worker_each(stage_seen);
+  one_worker_each(sink_seen);
+  EXPECT_EQ(stage_seen.size(), 17U);
+  EXPECT_EQ(sink_seen.size(), 5U);
 }
 
 TEST(PipelineTest, ByKeyTakesACallableKey) {

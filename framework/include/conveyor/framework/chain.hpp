@@ -63,8 +63,8 @@ template <class In>
   return Chain<In, In>([](const Flow<In>& flow) { return flow; });
 }
 
-template <class In, class Mid, class F, class O>
-[[nodiscard]] auto operator|(Chain<In, Mid> chain, StageSpec<F, O> spec) {
+template <class In, class Mid, class F, class O, class Key>
+[[nodiscard]] auto operator|(Chain<In, Mid> chain, StageSpec<F, O, Key> spec) {
   static_assert(!std::is_void_v<Mid>, "conveyor: this chain already ends in a sink");
   static_assert(std::is_copy_constructible_v<F>,
                 "conveyor: a chain's stages are copied into each pipeline it is put into; this "
@@ -73,12 +73,12 @@ template <class In, class Mid, class F, class O>
   using Next = decltype(std::declval<const Flow<Mid>&>() | std::move(spec));
   using Out = typename Next::item_type;
   return Chain<In, Out>([chain = std::move(chain), spec = std::move(spec)](const Flow<In>& flow) {
-    return chain.apply(flow) | StageSpec<F, O>(spec);
+    return chain.apply(flow) | StageSpec<F, O, Key>(spec);
   });
 }
 
-template <class In, class Mid, class F>
-[[nodiscard]] Chain<In, void> operator|(Chain<In, Mid> chain, SinkSpec<F> spec) {
+template <class In, class Mid, class F, class Key>
+[[nodiscard]] Chain<In, void> operator|(Chain<In, Mid> chain, SinkSpec<F, Key> spec) {
   static_assert(std::is_copy_constructible_v<F>,
                 "conveyor: a chain's sink is copied into each pipeline it is put into; this sink's "
                 "code cannot be copied");
@@ -87,7 +87,7 @@ template <class In, class Mid, class F>
   using Checked = decltype(std::declval<const Flow<Mid>&>() | std::move(spec));
   static_assert(std::is_same_v<Checked, Completed>);
   return Chain<In, void>([chain = std::move(chain), spec = std::move(spec)](const Flow<In>& flow) {
-    return chain.apply(flow) | SinkSpec<F>(spec);
+    return chain.apply(flow) | SinkSpec<F, Key>(spec);
   });
 }
 

@@ -51,6 +51,9 @@ class Channel {
   std::size_t capacity_;
 };
 
+template <class Item>
+class KeyedDispatch;
+
 // Which worker of a stage gets an item. Each kind is a policy of its own
 // (detail/dispatch_policy.hpp), which the Dispatch holds.
 class Dispatch {
@@ -68,9 +71,11 @@ class Dispatch {
   // The worker chosen by a hash of `key(item)`, so that all items with one key meet on one worker
   // and per-key state needs no lock. `key` is a data member pointer (&Record::status), a member
   // function pointer, or a callable taking the item; for a generic lambda name the item type:
-  // Dispatch::by_key<Record>([](const auto& r) { return r.host; }).
+  // Dispatch::by_key<Record>([](const auto& r) { return r.host; }). Given to stage() or sink()
+  // as their third argument, the key's item type is checked when the stage is chained, at
+  // compile time; in StageOptions::dispatch, by start().
   template <class Item = void, class Key>
-  static Dispatch by_key(Key key) {
+  static auto by_key(Key key) {
     using item_type = std::conditional_t<std::is_void_v<Item>, detail::key_argument_t<Key>, Item>;
     static_assert(!std::is_void_v<item_type>,
                   "Dispatch::by_key: cannot tell which item type the key function takes; name "
@@ -82,7 +87,7 @@ class Dispatch {
                         return mix(std::hash<std::decay_t<decltype(k)>>{}(k));
                       }));
     dispatch.item_type_ = typeid(item_type);
-    return dispatch;
+    return KeyedDispatch<item_type>(std::move(dispatch));
   }
 
   // Worker `partition(item) % workers`, for items that already carry a partition number (a hash
@@ -90,7 +95,7 @@ class Dispatch {
   // them again could put most of a few partitions on one worker. The same key function forms as
   // by_key; the partition is an unsigned integer. Items of one partition meet on one worker.
   template <class Item = void, class Key>
-  static Dispatch by_partition(Key key) {
+  static auto by_partition(Key key) {
     using item_type = std::conditional_t<std::is_void_v<Item>, detail::key_argument_t<Key>, Item>;
     static_assert(!std::is_void_v<item_type>,
                   "Dispatch::by_partition: cannot tell which item type the key function takes; "
@@ -105,7 +110,7 @@ class Dispatch {
           return static_cast<std::uint64_t>(partition);
         }));
     dispatch.item_type_ = typeid(item_type);
-    return dispatch;
+    return KeyedDispatch<item_type>(std::move(dispatch));
   }
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
@@ -137,6 +142,16 @@ class Dispatch {
   Kind kind_;
   std::type_index item_type_ = typeid(void);
   std::shared_ptr<const detail::DispatchPolicy> policy_;
+};
+
+// What Dispatch::by_key and by_partition return: a Dispatch that names, in its type, the item
+// type its key function takes, so that stage(code, options, dispatch) can check it against the
+// stage's items at compile time. It converts to a plain Dispatch for StageOptions::dispatch.
+template <class Item>
+class KeyedDispatch : public Dispatch {
+ public:
+  using item_type = Item;
+  explicit KeyedDispatch(Dispatch dispatch) : Dispatch(std::move(dispatch)) {}
 };
 
 // Whether a stage runs on the workers of the stage before it, its code called from there with no

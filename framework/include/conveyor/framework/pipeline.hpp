@@ -52,8 +52,8 @@ class Pipeline;
 class Completed;
 template <class T>
 class Flow;
-template <class T, class F>
-Completed operator|(const Flow<T>& flow, SinkSpec<F> spec);
+template <class T, class F, class Key>
+Completed operator|(const Flow<T>& flow, SinkSpec<F, Key> spec);
 
 namespace detail {
 struct Runtime;
@@ -84,8 +84,8 @@ class Completed {
 
  private:
   friend class Pipeline;
-  template <class T, class F>
-  friend Completed operator|(const Flow<T>& flow, SinkSpec<F> spec);
+  template <class T, class F, class Key>
+  friend Completed operator|(const Flow<T>& flow, SinkSpec<F, Key> spec);
   explicit Completed(Pipeline& pipeline) noexcept : pipeline_(&pipeline) {}
   Pipeline* pipeline_;
 };
@@ -198,8 +198,22 @@ class Pipeline {
   std::vector<std::function<ResourceStats()>> resources_;
 };
 
-template <class T, class F, class Out>
-auto operator|(const Flow<T>& flow, StageSpec<F, Out> spec) {
+namespace detail {
+// A keyed dispatch given to stage() or sink() names its key function's item type (Key; void when
+// there is none): it must be the type of the items the stage receives.
+template <class Key, class T>
+constexpr void check_key_type() {
+  static_assert(std::is_void_v<Key> || std::is_same_v<Key, T>,
+                "conveyor: the key function of this stage's Dispatch::by_key or by_partition "
+                "takes another type than the items the stage receives (the instantiation of "
+                "check_key_type above names both: Key is the key function's item type, T the "
+                "items')");
+}
+}  // namespace detail
+
+template <class T, class F, class Out, class Key>
+auto operator|(const Flow<T>& flow, StageSpec<F, Out, Key> spec) {
+  detail::check_key_type<Key, T>();
   if constexpr (detail::async_stage_code<F, T>) {
     using Nodes = detail::AsyncNodes<T, detail::async_stage_output_t<F, T>, F>;
     static_assert(detail::complete_type<Nodes>,
@@ -222,8 +236,9 @@ auto operator|(const Flow<T>& flow, StageSpec<F, Out> spec) {
   }
 }
 
-template <class T, class F>
-Completed operator|(const Flow<T>& flow, SinkSpec<F> spec) {
+template <class T, class F, class Key>
+Completed operator|(const Flow<T>& flow, SinkSpec<F, Key> spec) {
+  detail::check_key_type<Key, T>();
   if constexpr (detail::async_sink_code<F, T>) {
     using Nodes = detail::AsyncNodes<T, void, F>;
     static_assert(detail::complete_type<Nodes>,
