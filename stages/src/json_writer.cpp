@@ -382,11 +382,10 @@ std::string format_time(std::int64_t seconds) {
   return text;
 }
 
-RecordWriter::RecordWriter(const Input& input, const Projection& projection)
-    : input_(input), projected_(!projection.fields.empty()) {
+RecordWriter::RecordWriter(const Input& input, const Projection& projection) : input_(input) {
   for (const std::string& name : projection.fields)
     columns_.push_back({static_cast<int>(field_id(name)), name});
-  if (!projected_ && !input.file.empty()) {
+  if (columns_.empty() && !input.file.empty()) {
     source_ = field_keys[static_cast<std::size_t>(FieldId::input)];
     append_json_string(source_, input.name);
     source_ += field_keys[static_cast<std::size_t>(FieldId::file)];
@@ -397,7 +396,7 @@ RecordWriter::RecordWriter(const Input& input, const Projection& projection)
 void RecordWriter::append(std::string& out, const Record& record, std::uint64_t line,
                           std::uint64_t offset) const {
   ObjectWriter w(out);
-  if (!projected_) {
+  if (columns_.empty()) {
     for (std::size_t i = 0; i <= static_cast<std::size_t>(last_default_field); ++i)
       write_field(w, static_cast<FieldId>(i), record, input_, line, offset);
     if (!source_.empty()) {  // a tailed file's: where each record was read

@@ -47,8 +47,7 @@ class RecordWriter {
     std::string_view name;  // its name, in the projection
   };
   const Input& input_;
-  bool projected_;
-  std::vector<Column> columns_;  // when projected_
+  std::vector<Column> columns_;  // the projection's; none: every field the record has
   std::string source_;           // `,"input":…,"file":…` of a tailed file's records, by default
 };
 
