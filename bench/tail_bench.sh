@@ -210,8 +210,10 @@ run_median=$(median_seconds run)
 if [ -n "$run_median" ]; then
   for service in log-ingest-same log-ingest; do
     median=$(median_seconds "$service")
-    [ -n "$median" ] && awk -v r="$run_median" -v s="$median" -v n="$service" \
-      'BEGIN { printf "catch-up of %s against run: %.2fx\n", n, r / s }'
+    if [ -n "$median" ]; then
+      awk -v r="$run_median" -v s="$median" -v n="$service" \
+        'BEGIN { printf "catch-up of %s against run: %.2fx\n", n, r / s }'
+    fi
   done
 fi
 echo
