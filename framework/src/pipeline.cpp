@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <latch>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -117,8 +118,13 @@ struct Runtime {
   std::unique_ptr<IoPool> io;
   std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
   std::vector<std::vector<std::unique_ptr<DeferredWakes>>> owed;  // per node, per worker
-  // edges[i]: node i -> i+1; null where node i+1 is fused into node i.
+  // edges[i]: from node i to the nodes after it; null for a sink, and where the next node is fused
+  // into node i.
   std::vector<std::unique_ptr<EdgeBase>> edges;
+  // inputs[i]: node i's first worker among the consumers of the edge into it.
+  std::vector<std::size_t> input_offsets;
+  // The dispatch of each tee's edge.
+  std::vector<std::unique_ptr<Dispatch>> tee_dispatches;
   // heads[i]: the first node of node i's fused group, whose workers run it (i if not fused).
   std::vector<std::size_t> heads;
   std::vector<std::unique_ptr<WindowGate>> gates;
@@ -130,6 +136,15 @@ struct Runtime {
     std::vector<Doorbell*> bells;
     for (const auto& bell : doorbells[heads[node]])
       bells.push_back(bell.get());
+    return bells;
+  }
+  // Those of the workers that run `nodes`, one after another (the consumers of an edge).
+  [[nodiscard]] std::vector<Doorbell*> bells_of(const std::vector<std::size_t>& nodes) const {
+    std::vector<Doorbell*> bells;
+    for (const std::size_t node : nodes) {
+      for (Doorbell* bell : bells_of(node))
+        bells.push_back(bell);
+    }
     return bells;
   }
 };
@@ -150,18 +165,28 @@ Pipeline::~Pipeline() {
   }
 }
 
-void Pipeline::append(std::unique_ptr<detail::NodeBase> node) {
+void Pipeline::append(std::unique_ptr<detail::NodeBase> node, std::size_t parent) {
   if (state() != PipelineState::idle) {
     throw std::logic_error("conveyor: a pipeline cannot be changed once it has started");
   }
   nodes_.push_back(std::move(node));
+  parent_.push_back(parent);
+  fans_out_.push_back(false);
+  next_.emplace_back();
+  if (parent != no_node) next_[parent].push_back(nodes_.size() - 1);
 }
 
 void Pipeline::check_continues(std::size_t node) const {
-  if (node + 1 != nodes_.size() || nodes_.back()->role() == detail::Role::sink) {
+  if (nodes_[node]->role() == detail::Role::sink || (!fans_out_[node] && !next_[node].empty())) {
     throw std::logic_error(
-        "conveyor: a pipeline is one chain: continue it from its last stage, before its sink");
+        "conveyor: a pipeline is one chain: continue it from its last stage, before its sink (or "
+        "split it with tee)");
   }
+}
+
+void Pipeline::fan_out(std::size_t node) {
+  check_continues(node);
+  fans_out_[node] = true;
 }
 
 void Pipeline::add_observer(std::shared_ptr<Observer> observer) {
@@ -180,6 +205,12 @@ void Pipeline::plan() {
   if (nodes_.size() < 2 || nodes_.front()->role() != Role::source ||
       nodes_.back()->role() != Role::sink) {
     throw std::logic_error("conveyor: a pipeline needs a source, then stages, then a sink");
+  }
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (next_[i].empty() != (nodes_[i]->role() == Role::sink)) {
+      throw std::logic_error(
+          "conveyor: a pipeline needs a source, then stages, then a sink (in every branch)");
+    }
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     detail::NodeBase& node = *nodes_[i];
@@ -212,16 +243,24 @@ void Pipeline::fuse() {
   for (const auto& node : nodes_)
     total += node->workers();
   const std::size_t hardware = std::max(1U, std::thread::hardware_concurrency());
-  // The group that ends at the node before: its workers, and whether it emits in source order
+  // Per node, the fused group that ends at it: its workers, and whether it emits in source order
   // (one worker, and a sequencer in it).
-  std::size_t workers = nodes_.front()->workers();
-  bool ordered = nodes_.front()->sequencer();
+  std::vector<std::size_t> group_workers(nodes_.size());
+  std::vector<bool> group_ordered(nodes_.size());
+  group_workers[0] = nodes_.front()->workers();
+  group_ordered[0] = nodes_.front()->sequencer();
   for (std::size_t i = 1; i < nodes_.size(); ++i) {
     NodeBase& node = *nodes_[i];
-    const NodeBase& before = *nodes_[i - 1];
+    const std::size_t parent = parent_[i];
+    const NodeBase& before = *nodes_[parent];
+    std::size_t workers = group_workers[parent];
+    bool ordered = group_ordered[parent];
     bool fused = false;
     if (node.options().fuse != Fuse::never) {
-      const std::string obstacle = detail::fusion_obstacle(before, node, workers, ordered);
+      const std::string obstacle =
+          next_[parent].size() > 1
+              ? "it is one of several branches after it, which take its items through channels"
+              : detail::fusion_obstacle(before, node, workers, ordered);
       if (node.options().fuse == Fuse::always) {
         if (!obstacle.empty()) {
           throw std::invalid_argument("stage '" + node.name() + "': cannot be fused into '" +
@@ -240,6 +279,8 @@ void Pipeline::fuse() {
       workers = node.workers();
       ordered = node.sequencer();
     }
+    group_workers[i] = workers;
+    group_ordered[i] = ordered;
   }
 }
 
@@ -259,12 +300,14 @@ void Pipeline::start() {
   runtime->heads.resize(count);
   std::vector<std::size_t> tails(count);
   std::vector<bool> numbers(count);
+  // A fused node is its parent's only next node; every node comes after its parent.
+  auto fused_next = [&](std::size_t i) { return next_[i].size() == 1 && fused(next_[i].front()); };
   for (std::size_t i = 0; i < count; ++i) {
-    runtime->heads[i] = fused(i) ? runtime->heads[i - 1] : i;
-    numbers[i] = nodes_[i]->sequencer() || (fused(i) && numbers[i - 1]);
+    runtime->heads[i] = fused(i) ? runtime->heads[parent_[i]] : i;
+    numbers[i] = nodes_[i]->sequencer() || (fused(i) && numbers[parent_[i]]);
   }
   for (std::size_t i = count; i-- > 0;) {
-    tails[i] = i + 1 < count && fused(i + 1) ? tails[i + 1] : i;
+    tails[i] = fused_next(i) ? tails[next_[i].front()] : i;
   }
 
   std::size_t total_workers = 0;
@@ -282,12 +325,15 @@ void Pipeline::start() {
   // Which edges an in-order stage reads (ordered_in[i]: the edge into node i). A group with a
   // sequencer starts with one (fuse()), so only its first node decides.
   std::vector<bool> ordered_in(count, false);
+  auto ordered_after = [&](std::size_t i) {
+    return std::any_of(next_[i].begin(), next_[i].end(),
+                       [&](std::size_t after) { return static_cast<bool>(ordered_in[after]); });
+  };
   for (std::size_t i = count - 1; i >= 1; --i) {
     if (fused(i)) continue;
     const detail::NodeBase& node = *nodes_[i];
-    const std::size_t after = tails[i] + 1;
-    ordered_in[i] = node.mode() == Mode::serial_in_order ||
-                    (!node.sequencer() && after < count && ordered_in[after]);
+    ordered_in[i] =
+        node.mode() == Mode::serial_in_order || (!node.sequencer() && ordered_after(tails[i]));
     if (ordered_in[i] && node.mode() != Mode::serial_in_order &&
         node.options().dispatch.policy().copies() && node.workers() > 1) {
       throw std::invalid_argument("stage '" + node.name() +
@@ -297,49 +343,86 @@ void Pipeline::start() {
   }
 
   std::vector<detail::Wiring> wirings(count);
-  for (std::size_t i = 0; i + 1 < count; ++i) {
+  runtime->edges.resize(count);
+  runtime->input_offsets.assign(count, 0);
+  for (std::size_t i = 0; i < count; ++i) {
     // The tagging of the edge out of the group, for every port of the group.
     const std::size_t tail = tails[i];
-    if (tail + 1 < count) {
-      wirings[i].output_tagging = !ordered_in[tail + 1] ? detail::Tagging::none
-                                  : numbers[tail]       ? detail::Tagging::sequencer
-                                                        : detail::Tagging::forward;
+    if (!next_[tail].empty()) {
+      wirings[i].output_tagging = !ordered_after(tail) ? detail::Tagging::none
+                                  : numbers[tail]      ? detail::Tagging::sequencer
+                                                       : detail::Tagging::forward;
     }
-    if (fused(i + 1)) {
-      runtime->edges.push_back(nullptr);
-      continue;
+    if (next_[i].empty() || fused_next(i)) continue;
+    // The consumers: the workers of each next node, one node after another.
+    std::vector<std::size_t> capacities;
+    std::vector<std::size_t> starts;
+    std::size_t batch = std::numeric_limits<std::size_t>::max();
+    for (const std::size_t after : next_[i]) {
+      const StageOptions& options = nodes_[after]->options();
+      runtime->input_offsets[after] = capacities.size();
+      starts.push_back(capacities.size());
+      capacities.insert(capacities.end(), nodes_[after]->workers(), options.channel.capacity());
+      batch = std::min(batch, options.batch);
+      if (next_[i].size() > 1 && options.dispatch.kind() != Dispatch::Kind::round_robin) {
+        throw std::invalid_argument("stage '" + nodes_[after]->name() +
+                                    "': the first stage of a tee's branch takes its items "
+                                    "round-robin (put the keyed or broadcast stage after it)");
+      }
     }
-    const StageOptions& next = nodes_[i + 1]->options();
-    runtime->edges.push_back(
-        nodes_[i]->make_output_edge(nodes_[i + 1]->workers(), next.channel.capacity()));
-    wirings[i].output_dispatch = &next.dispatch;
-    wirings[i].output_batch = next.batch;
+    runtime->edges[i] = nodes_[i]->make_output_edge(capacities);
+    if (next_[i].size() == 1) {
+      wirings[i].output_dispatch = &nodes_[next_[i].front()]->options().dispatch;
+    } else {
+      starts.push_back(capacities.size());
+      runtime->tee_dispatches.push_back(
+          std::make_unique<Dispatch>(detail::tee_dispatch(std::move(starts))));
+      wirings[i].output_dispatch = runtime->tee_dispatches.back().get();
+    }
+    wirings[i].output_batch = batch;
   }
 
   // A window gate between every in-order stage and the sequencer whose numbers it reads, sized to
-  // what the channels between them hold plus one per worker.
+  // what the channels between them hold plus one per worker. After a tee, the in-order stages of
+  // the branches share their sequencer's window, the largest any of them needs, and it waits for
+  // the slowest of them.
   // A fused in-order stage gets its items in order from its group, and needs neither.
+  std::vector<std::uint64_t> windows(count, 0);  // per sequencer
+  std::vector<std::size_t> sequencer_of(count, 0);
   for (std::size_t k = 1; k < count; ++k) {
     if (nodes_[k]->mode() != Mode::serial_in_order || fused(k)) continue;
-    std::size_t j = k - 1;
-    while (!nodes_[j]->sequencer())
-      --j;
     std::uint64_t window = 1;
-    for (std::size_t m = j + 1; m <= k; ++m) {
+    std::size_t m = k;
+    for (;;) {
+      const std::size_t parent = parent_[m];
       const StageOptions& options = nodes_[m]->options();
       if (!fused(m)) {
-        window += nodes_[m - 1]->workers() * nodes_[m]->workers() * options.channel.capacity() *
+        window += nodes_[parent]->workers() * nodes_[m]->workers() * options.channel.capacity() *
                   options.batch;
       }
       // An asynchronous stage holds up to in_flight items per worker.
-      if (m < k) window += nodes_[m]->workers() * nodes_[m]->in_flight();
+      if (m != k) window += nodes_[m]->workers() * nodes_[m]->in_flight();
+      if (nodes_[parent]->sequencer()) break;
+      m = parent;
     }
-    window = std::clamp<std::uint64_t>(window, 2, detail::max_window);
-    // The sequencer's group numbers at its end, on its first node's worker.
-    runtime->gates.push_back(std::make_unique<detail::WindowGate>(
-        window, *runtime->doorbells[runtime->heads[j]].front()));
-    wirings[tails[j]].output_gate = runtime->gates.back().get();
-    wirings[k].reorder_window = window;
+    const std::size_t j = parent_[m];
+    sequencer_of[k] = j;
+    windows[j] = std::max(windows[j], std::clamp<std::uint64_t>(window, 2, detail::max_window));
+  }
+  std::vector<detail::WindowGate*> leaders(count, nullptr);
+  for (std::size_t k = 1; k < count; ++k) {
+    if (nodes_[k]->mode() != Mode::serial_in_order || fused(k)) continue;
+    const std::size_t j = sequencer_of[k];
+    if (leaders[j] == nullptr) {
+      // The sequencer's group numbers at its end, on its first node's worker.
+      runtime->gates.push_back(std::make_unique<detail::WindowGate>(
+          windows[j], *runtime->doorbells[runtime->heads[j]].front()));
+      leaders[j] = runtime->gates.back().get();
+      wirings[tails[j]].output_gate = leaders[j];
+    } else {
+      runtime->gates.push_back(std::make_unique<detail::WindowGate>(*leaders[j]));
+    }
+    wirings[k].reorder_window = windows[j];
     wirings[k].input_gate = runtime->gates.back().get();
   }
 
@@ -355,16 +438,17 @@ void Pipeline::start() {
     wiring.io = runtime->io.get();
     wiring.own = runtime->bells_of(i);
     if (i > 0 && !fused(i)) {
-      wiring.upstream = runtime->bells_of(i - 1);
-      wiring.input = runtime->edges[i - 1].get();
+      wiring.upstream = runtime->bells_of(parent_[i]);
+      wiring.input = runtime->edges[parent_[i]].get();
+      wiring.input_offset = runtime->input_offsets[i];
     }
-    if (i + 1 < count && !fused(i + 1)) {
-      wiring.downstream = runtime->bells_of(i + 1);
+    if (!next_[i].empty() && !fused_next(i)) {
+      wiring.downstream = runtime->bells_of(next_[i]);
       wiring.output = runtime->edges[i].get();
     }
     // A group's workers owe wake-ups to the consumers of the edge out of the group.
-    if (!fused(i) && tails[i] + 1 < count) {
-      const std::vector<sync::Doorbell*> consumers = runtime->bells_of(tails[i] + 1);
+    if (!fused(i) && !next_[tails[i]].empty()) {
+      const std::vector<sync::Doorbell*> consumers = runtime->bells_of(next_[tails[i]]);
       for (const auto& owed : runtime->owed[i]) {
         owed->set_consumers(consumers);
         wiring.owed.push_back(owed.get());
@@ -375,7 +459,7 @@ void Pipeline::start() {
   // Last to first, so that a node's fused successor exists when it is instantiated.
   runtime->instances.resize(count);
   for (std::size_t i = count; i-- > 0;) {
-    if (i + 1 < count && fused(i + 1)) wirings[i].fused_next = runtime->instances[i + 1].get();
+    if (fused_next(i)) wirings[i].fused_next = runtime->instances[next_[i].front()].get();
     runtime->instances[i] = nodes_[i]->instantiate(wirings[i]);
   }
   control_.set_doorbells(std::move(all_bells));
@@ -501,9 +585,11 @@ PipelineStats Pipeline::stats() const {
       stage.workers = node.workers();
       for (std::size_t w = 0; w < node.workers(); ++w)
         detail::add_to(stage, node.counters(w));
-      if (i > 0 && runtime_->edges[i - 1]) {
-        stage.channel_depth = runtime_->edges[i - 1]->depth();
-        stage.channel_capacity = runtime_->edges[i - 1]->capacity();
+      if (i > 0 && !node.fused()) {
+        const detail::EdgeBase& input = *runtime_->edges[parent_[i]];
+        const std::size_t first = runtime_->input_offsets[i];
+        stage.channel_depth = input.depth(first, node.workers());
+        stage.channel_capacity = input.capacity(first, node.workers());
       }
       if (node.fused()) stage.fused_into = nodes_[runtime_->heads[i]]->name();
     }

@@ -11,3 +11,4 @@
 #include "conveyor/framework/shared.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "conveyor/framework/stats.hpp"
+#include "conveyor/framework/tee.hpp"

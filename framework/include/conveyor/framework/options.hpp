@@ -18,6 +18,7 @@
 #include <typeindex>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/signature.hpp"
@@ -53,6 +54,13 @@ class Channel {
 
 template <class Item>
 class KeyedDispatch;
+class Dispatch;
+
+namespace detail {
+// The dispatch of a tee's edge (dispatch_tee.cpp): every branch gets every parcel, into one of its
+// lanes in turn; branch b's lanes are [starts[b], starts[b + 1]).
+Dispatch tee_dispatch(std::vector<std::size_t> starts);
+}  // namespace detail
 
 // Which worker of a stage gets an item. Each kind is a policy of its own
 // (detail/dispatch_policy.hpp), which the Dispatch holds.
@@ -120,6 +128,8 @@ class Dispatch {
   [[nodiscard]] const detail::DispatchPolicy& policy() const noexcept { return *policy_; }
 
  private:
+  friend Dispatch detail::tee_dispatch(std::vector<std::size_t> starts);
+
   Dispatch(Kind kind, std::shared_ptr<const detail::DispatchPolicy> policy)
       : kind_(kind), policy_(std::move(policy)) {}
 

@@ -8,8 +8,9 @@
 //   p.run();   // blocks until every item is delivered; rethrows the first exception
 //
 // Contract:
-// - Build (source, `|`) from one thread, before `start()`. The chain is linear: each `|` continues
-//   from the last stage, and a sink ends it. A type mismatch between neighbours does not compile.
+// - Build (source, `|`) from one thread, before `start()`. Each `|` continues from the last stage,
+//   a sink ends the chain, and a tee (tee.hpp) splits it into branches that each end in a sink. A
+//   type mismatch between neighbours does not compile.
 // - A pipeline runs once: `run()` = `start()` + `wait()`. `wait()` returns once every worker has
 //   returned, and rethrows the first exception a stage threw (the others are counted in the
 //   stages' errors). Options that do not fit (a by_key function for another type, broadcast of
@@ -117,7 +118,8 @@ class Pipeline {
         throw std::logic_error("conveyor: a pipeline has one source");
       }
       append(std::make_unique<detail::SourceNode<Output, Code>>(std::forward<F>(code),
-                                                                std::move(options)));
+                                                                std::move(options)),
+             no_node);
       return Flow<Output>(*this, 0);
     }
   }
@@ -139,15 +141,21 @@ class Pipeline {
   template <class Out, class In>
   [[nodiscard]] Flow<Out> then_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
     check_continues(from.node_);
-    append(std::move(node));
+    append(std::move(node), from.node_);
     return Flow<Out>(*this, nodes_.size() - 1);
   }
 
   template <class In>
   Completed finish_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
     check_continues(from.node_);
-    append(std::move(node));
+    append(std::move(node), from.node_);
     return Completed(*this);
+  }
+
+  // Lets several chains continue from `at`, each getting every item (tee.hpp).
+  template <class T>
+  void branch_at(const Flow<T>& at) {
+    fan_out(at.node_);
   }
 
   void run() {
@@ -177,8 +185,11 @@ class Pipeline {
   }
 
  private:
-  void append(std::unique_ptr<detail::NodeBase> node);
+  static constexpr std::size_t no_node = static_cast<std::size_t>(-1);
+
+  void append(std::unique_ptr<detail::NodeBase> node, std::size_t parent);
   void check_continues(std::size_t node) const;
+  void fan_out(std::size_t node);
   void plan();  // validates the chain and sizes the workers
   void fuse();  // decides which stages run on the workers of the stage before them
   void supervise();
@@ -186,6 +197,11 @@ class Pipeline {
 
   PipelineOptions options_;
   std::vector<std::unique_ptr<detail::NodeBase>> nodes_;
+  // Per node: the node it takes its items from (no_node for the source), whether several chains
+  // continue from it (a tee), and the nodes that take its items, in the order they were added.
+  std::vector<std::size_t> parent_;
+  std::vector<bool> fans_out_;
+  std::vector<std::vector<std::size_t>> next_;
   detail::Control control_;
   std::unique_ptr<detail::Runtime> runtime_;
   // steady_clock nanoseconds; 0 until set.

@@ -153,8 +153,8 @@ class AsyncStageNode final : public ConsumerNode<In, F> {
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      std::size_t consumers, std::size_t lane_capacity) const override {
-    return this->template edge_for<Out>(consumers, lane_capacity);
+      const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -200,8 +200,8 @@ class AsyncSinkNode final : public ConsumerNode<In, F> {
       : ConsumerNode<In, F>(Role::sink, std::move(f), std::move(options)) {}
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
-  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(std::size_t,
-                                                           std::size_t) const override {
+  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      const std::vector<std::size_t>& /*lane_capacities*/) const override {
     return nullptr;
   }
 

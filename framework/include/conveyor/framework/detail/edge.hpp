@@ -1,12 +1,13 @@
-// Edge<T>: the channels between two neighbouring stages: one lane from every producer worker to
-// every consumer worker, each of the consumer stage's channel capacity. Beside each lane runs a
-// return ring on which the consumer hands emptied batch vectors back to the producer, so that
-// after the first laps batching allocates nothing (and no memory is freed on another thread than
-// the one that allocated it).
+// Edge<T>: the channels between a stage and the stages after it: one lane from every producer
+// worker to every consumer worker, each of its consumer stage's channel capacity. After a tee the
+// consumers are the workers of every branch's first stage, one branch after another. Beside each
+// lane runs a return ring on which the consumer hands emptied batch vectors back to the producer,
+// so that after the first laps batching allocates nothing (and no memory is freed on another thread
+// than the one that allocated it).
 //
 // Contract: built before the workers start and destroyed after they have all returned; the
 // destructor destroys whatever items are still in the lanes (after an abort). `depth()` and
-// `capacity()` may be called from any thread.
+// `capacity()` (of all lanes, or of the lanes into some consumers) may be called from any thread.
 #pragma once
 
 #include <cstddef>
@@ -24,20 +25,23 @@ namespace conveyor::detail {
 class EdgeBase {
  public:
   virtual ~EdgeBase() = default;
-  // Parcels in all lanes (a snapshot), and what they can hold.
-  [[nodiscard]] virtual std::size_t depth() const = 0;
-  [[nodiscard]] virtual std::size_t capacity() const = 0;
+  // Parcels in the lanes into consumers [first, first + count) (a snapshot), and what they can
+  // hold.
+  [[nodiscard]] virtual std::size_t depth(std::size_t first, std::size_t count) const = 0;
+  [[nodiscard]] virtual std::size_t capacity(std::size_t first, std::size_t count) const = 0;
 };
 
 template <class T>
 class Edge final : public EdgeBase {
  public:
-  Edge(std::size_t producers, std::size_t consumers, std::size_t lane_capacity)
+  // `lane_capacities`: one per consumer worker, the capacity of each lane into it.
+  Edge(std::size_t producers, const std::vector<std::size_t>& lane_capacities)
       : producers_(producers),
-        consumers_(consumers),
-        lanes_(std::make_unique<std::unique_ptr<Lane>[]>(producers * consumers)),
-        returns_(std::make_unique<std::unique_ptr<Return>[]>(producers * consumers)) {
-    for (std::size_t i = 0; i < producers * consumers; ++i) {
+        consumers_(lane_capacities.size()),
+        lanes_(std::make_unique<std::unique_ptr<Lane>[]>(producers * consumers_)),
+        returns_(std::make_unique<std::unique_ptr<Return>[]>(producers * consumers_)) {
+    for (std::size_t i = 0; i < producers * consumers_; ++i) {
+      const std::size_t lane_capacity = lane_capacities[i % consumers_];
       lanes_[i] = std::make_unique<Lane>(lane_capacity);
       // Room for every batch that can be in the lane, plus the one in each worker's hands.
       returns_[i] = std::make_unique<Return>(lane_capacity + 2);
@@ -66,17 +70,21 @@ class Edge final : public EdgeBase {
     return side;
   }
 
-  [[nodiscard]] std::size_t depth() const override {
+  [[nodiscard]] std::size_t depth(std::size_t first, std::size_t count) const override {
     std::size_t total = 0;
-    for (std::size_t i = 0; i < producers_ * consumers_; ++i)
-      total += lanes_[i]->size_approx();
+    for (std::size_t producer = 0; producer < producers_; ++producer) {
+      for (std::size_t consumer = first; consumer < first + count; ++consumer)
+        total += lane(producer, consumer).size_approx();
+    }
     return total;
   }
 
-  [[nodiscard]] std::size_t capacity() const override {
+  [[nodiscard]] std::size_t capacity(std::size_t first, std::size_t count) const override {
     std::size_t total = 0;
-    for (std::size_t i = 0; i < producers_ * consumers_; ++i)
-      total += lanes_[i]->capacity();
+    for (std::size_t producer = 0; producer < producers_; ++producer) {
+      for (std::size_t consumer = first; consumer < first + count; ++consumer)
+        total += lane(producer, consumer).capacity();
+    }
     return total;
   }
 

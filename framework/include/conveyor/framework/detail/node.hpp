@@ -47,10 +47,13 @@ struct Wiring {
   std::vector<Doorbell*> own;         // this node's workers
   std::vector<DeferredWakes*> owed;   // what each of them owes its consumers (not for a sink)
   std::vector<Doorbell*> upstream;    // the previous node's workers
-  std::vector<Doorbell*> downstream;  // the next node's workers
+  std::vector<Doorbell*> downstream;  // the next nodes' workers, in the output edge's order
   EdgeBase* input = nullptr;
+  // This node's first worker among the input edge's consumers (after a tee, those of every
+  // branch's first node).
+  std::size_t input_offset = 0;
   EdgeBase* output = nullptr;
-  // The edge to the next node, as the next node's options describe it.
+  // The edge to the next node, as the next node's options describe it (after a tee: the tee's).
   const Dispatch* output_dispatch = nullptr;
   std::size_t output_batch = 1;
   Tagging output_tagging = Tagging::none;
@@ -105,7 +108,7 @@ class Instance {
 template <class In>
 InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t worker) {
   auto& input = static_cast<Edge<In>&>(*wiring.input);
-  return InPort<In>(context, input.consumer_side(worker, wiring.upstream));
+  return InPort<In>(context, input.consumer_side(wiring.input_offset + worker, wiring.upstream));
 }
 
 // `counters`: those of the node that emits (the worker's own, unless the node is fused).
@@ -175,17 +178,18 @@ class NodeBase {
   [[nodiscard]] std::size_t in_flight() const noexcept {
     return asynchronous() ? options_.in_flight : 1;
   }
-  // The edge from this node's workers to `consumers` workers of the next node.
+  // The edge from this node's workers to the workers of the nodes after it: one lane capacity per
+  // consumer worker.
   [[nodiscard]] virtual std::unique_ptr<EdgeBase> make_output_edge(
-      std::size_t consumers, std::size_t lane_capacity) const = 0;
+      const std::vector<std::size_t>& lane_capacities) const = 0;
   [[nodiscard]] virtual std::unique_ptr<Instance> instantiate(const Wiring& wiring) = 0;
 
  protected:
   // For a node that emits Out.
   template <class Out>
-  [[nodiscard]] std::unique_ptr<EdgeBase> edge_for(std::size_t consumers,
-                                                   std::size_t lane_capacity) const {
-    return std::make_unique<Edge<Out>>(workers_, consumers, lane_capacity);
+  [[nodiscard]] std::unique_ptr<EdgeBase> edge_for(
+      const std::vector<std::size_t>& lane_capacities) const {
+    return std::make_unique<Edge<Out>>(workers_, lane_capacities);
   }
 
  private:
@@ -233,8 +237,8 @@ class SourceNode final : public NodeBase {
   [[nodiscard]] bool input_copyable() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      std::size_t consumers, std::size_t lane_capacity) const override {
-    return this->template edge_for<Out>(consumers, lane_capacity);
+      const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -315,8 +319,8 @@ class StageNode final : public ConsumerNode<In, F> {
       : ConsumerNode<In, F>(Role::stage, std::move(f), std::move(options)) {}
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      std::size_t consumers, std::size_t lane_capacity) const override {
-    return this->template edge_for<Out>(consumers, lane_capacity);
+      const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -495,8 +499,8 @@ class SinkNode final : public ConsumerNode<In, F> {
   SinkNode(F f, StageOptions options)
       : ConsumerNode<In, F>(Role::sink, std::move(f), std::move(options)) {}
 
-  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(std::size_t,
-                                                           std::size_t) const override {
+  [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      const std::vector<std::size_t>& /*lane_capacities*/) const override {
     return nullptr;
   }
 

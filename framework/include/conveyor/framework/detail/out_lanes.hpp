@@ -45,6 +45,9 @@ class OutLanes {
     pushed(lane);
   }
 
+  // A tee: the turn of the parcel at hand, which picks the lane within each branch.
+  [[nodiscard]] std::size_t take_turn() noexcept { return turn_++; }
+
   // Waits until some lane has a free slot (`lane`: that lane); false on cancellation.
   bool wait_for_room() {
     return worker_.wait(
@@ -113,6 +116,7 @@ class OutLanes {
   WindowGate* const gate_;
   std::vector<sync::WakeDeferral> wakes_;
   std::size_t finger_ = 0;
+  std::size_t turn_ = 0;
   std::uint64_t released_ = 0;
 };
 

@@ -8,17 +8,25 @@
 // never outnumber the window, which is sized to what the channels between them hold plus one
 // per worker.
 //
-// Contract: one sequencer (`released`, `request_wake_at`, through its Doorbell) and one consumer
-// (`advance`). A sleeping sequencer is woken once half the window is free again, not on every
-// advance, so that a full window costs one wake-up per half window.
+// After a tee, several in-order stages (one per branch) may restore the order of one sequencer:
+// the first one's gate is the leader, which the sequencer uses, and each other one gets a gate
+// made from it. The leader's `released` is the least of them all: the sequencer runs at most a
+// window ahead of the slowest branch.
+//
+// Contract: one sequencer (`released`, `request_wake_at` on the leader, through its Doorbell) and
+// one consumer per gate (`advance`); followers are made before the workers start. A sleeping
+// sequencer is woken once half the window is free again, not on every advance, so that a full
+// window costs one wake-up per half window.
 //
 // Memory ordering: `released_` and `wake_at_` carry no data, only flow control, and are relaxed;
 // the wake-up is the Doorbell's pairing, whose cheap check `recheck` and the sequencer's bounded
 // park back up (sync/waiter.hpp).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "conveyor/sync/doorbell.hpp"
 
@@ -30,16 +38,28 @@ using sync::WaitReason;
 class WindowGate {
  public:
   WindowGate(std::uint64_t window, Doorbell& sequencer) noexcept
-      : window_(window), sequencer_(sequencer) {}
+      : window_(window), sequencer_(sequencer), leader_(*this) {}
+  // Another in-order stage's gate on the same sequencer, with the leader's window.
+  explicit WindowGate(WindowGate& leader)
+      : window_(leader.window_), sequencer_(leader.sequencer_), leader_(leader) {
+    leader.followers_.push_back(this);
+  }
+  WindowGate(const WindowGate&) = delete;
+  WindowGate& operator=(const WindowGate&) = delete;
 
   [[nodiscard]] std::uint64_t window() const noexcept { return window_; }
 
-  // Every number below the result has been processed by the in-order stage.
+  // Every number below the result has been processed by the in-order stage (on the leader: by
+  // every one of them).
   [[nodiscard]] std::uint64_t released() const noexcept {
-    return released_.load(std::memory_order_relaxed);
+    std::uint64_t least = released_.load(std::memory_order_relaxed);
+    for (const WindowGate* follower : followers_)
+      least = std::min(least, follower->released_.load(std::memory_order_relaxed));
+    return least;
   }
 
-  // Sequencer, before it sleeps waiting to issue `seq`: wake it once half the window is free.
+  // Sequencer, on the leader, before it sleeps waiting to issue `seq`: wake it once half the
+  // window is free.
   void request_wake_at(std::uint64_t seq) noexcept {
     wake_at_.store(seq + 1 - window_ + window_ / 2, std::memory_order_relaxed);
   }
@@ -53,11 +73,13 @@ class WindowGate {
  private:
   // Half the sequencer's window is free again.
   [[nodiscard]] bool half_free() const noexcept {
-    return released_.load(std::memory_order_relaxed) >= wake_at_.load(std::memory_order_relaxed);
+    return leader_.released() >= leader_.wake_at_.load(std::memory_order_relaxed);
   }
 
   const std::uint64_t window_;
   Doorbell& sequencer_;
+  WindowGate& leader_;
+  std::vector<const WindowGate*> followers_;
   alignas(64) std::atomic<std::uint64_t> released_{0};
   std::atomic<std::uint64_t> wake_at_{0};
 };

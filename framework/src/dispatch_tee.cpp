@@ -1,0 +1,58 @@
+// The edge out of a tee: every branch gets every parcel (a copy, and the original into the last
+// branch), into the next lane of that branch with a free slot, starting at the parcel's turn; the
+// port waits while every lane of a branch is full.
+#include <cstddef>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/dispatch_policy.hpp"
+#include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/framework/options.hpp"
+
+namespace conveyor::detail {
+namespace {
+
+class Tee final : public DispatchPolicy {
+ public:
+  explicit Tee(std::vector<std::size_t> starts) : starts_(std::move(starts)) {}
+
+  [[nodiscard]] bool copies() const noexcept override { return true; }
+
+  bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
+    const std::size_t turn = port.take_turn();
+    const std::size_t branches = starts_.size() - 1;
+    for (std::size_t branch = 0; branch < branches; ++branch) {
+      const std::size_t first = starts_[branch];
+      const std::size_t count = starts_[branch + 1] - first;
+      const std::size_t start = turn % count;
+      const bool copy = branch + 1 != branches;
+      for (;;) {
+        bool pushed = false;
+        for (std::size_t step = 0; step < count && !pushed; ++step) {
+          std::size_t lane = start + step;
+          if (lane >= count) lane -= count;
+          lane += first;
+          if (push(lane, copy)) {
+            port.pushed(lane);
+            pushed = true;
+          }
+        }
+        if (pushed) break;
+        if (!port.wait_for_room(first + start)) return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  const std::vector<std::size_t> starts_;
+};
+
+}  // namespace
+
+Dispatch tee_dispatch(std::vector<std::size_t> starts) {
+  return Dispatch(Dispatch::Kind::broadcast, std::make_shared<const Tee>(std::move(starts)));
+}
+
+}  // namespace conveyor::detail

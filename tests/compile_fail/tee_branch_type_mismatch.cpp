@@ -1,0 +1,15 @@
+// A tee of integers whose second branch takes strings.
+// expect: a branch of this tee cannot take the items the stage before it emits
+#include <conveyor/framework.hpp>
+
+#include <optional>
+#include <string>
+
+int main() {
+  conveyor::Pipeline p;
+  int next = 0;
+  p.source([&]() -> std::optional<int> {
+    return next < 3 ? std::optional(next++) : std::nullopt;
+  }) | conveyor::tee(conveyor::chain<int>() | conveyor::sink([](int) {}),
+                     conveyor::chain<std::string>() | conveyor::sink([](const std::string&) {}));
+}

@@ -1,0 +1,146 @@
+// Tees of every shape, pushed hard: topologies {tee after the source, tee after a parallel stage,
+// three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x batching
+// {off, on}. Every branch counts and fingerprints what it gets, in-order branches check the order,
+// and a watchdog turns a hang into a failure.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "conveyor/framework/chain.hpp"
+#include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/stage.hpp"
+#include "conveyor/framework/tee.hpp"
+#include "pipeline_support.hpp"
+#include "stress.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::Channel;
+using conveyor::Flow;
+using conveyor::Mode;
+using conveyor::Pipeline;
+using conveyor::sink;
+using conveyor::stage;
+using conveyor::StageOptions;
+using conveyor::tee;
+using conveyor::testing::count_to;
+using conveyor::testing::expected_tally;
+using conveyor::testing::SharedTally;
+using conveyor::testing::Tally;
+using conveyor::testing::Watchdog;
+
+enum class Topology { after_source, after_parallel, three_with_gaps };
+enum class ChannelKind { mailbox, queue1, queue64 };
+
+Channel channel_of(ChannelKind kind) {
+  switch (kind) {
+    case ChannelKind::mailbox:
+      return Channel::mailbox();
+    case ChannelKind::queue1:
+      return Channel::queue(1);
+    case ChannelKind::queue64:
+      return Channel::queue(64);
+  }
+  return Channel::mailbox();
+}
+
+// 54 shapes share the stress budget: a two-hundredth of it each (10,000 items in optimised builds).
+std::uint64_t items_per_shape() {
+  return std::max<std::uint64_t>(5'000, conveyor::testing::stress_items() / 200);
+}
+
+using Shape = std::tuple<Topology, std::size_t, ChannelKind, bool>;
+
+class PipelineTeeStress : public ::testing::TestWithParam<Shape> {};
+
+// An in-order sink that checks that what it gets is exactly `expected(i)` for i = 0, 1, ...
+struct InOrderCheck {
+  std::uint64_t next = 0;
+  std::uint64_t wrong = 0;
+  Tally tally;
+  template <class Expected>
+  void take(std::uint64_t x, Expected&& expected) {
+    if (x != expected(next)) ++wrong;
+    ++next;
+    tally.add(x);
+  }
+};
+
+TEST_P(PipelineTeeStress, EveryBranchGetsEveryItemOnceAndInOrderWhereItAsks) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  const auto [topology, workers, channel, batching] = GetParam();
+  const std::uint64_t count = items_per_shape();
+  const StageOptions parallel{.mode = Mode::parallel,
+                              .workers = workers,
+                              .channel = channel_of(channel),
+                              .batch = batching ? std::size_t{16} : std::size_t{1}};
+  StageOptions in_order = parallel;
+  in_order.mode = Mode::serial_in_order;
+  auto pass = [](std::uint64_t x) { return x; };
+
+  Pipeline p;
+  Flow<std::uint64_t> flow = p.source(count_to(count));
+  if (topology != Topology::after_source) flow = flow | stage(pass, parallel);
+
+  InOrderCheck ordered;
+  InOrderCheck evens;
+  SharedTally unordered;
+  auto check_all = [&](std::uint64_t x) { ordered.take(x, [](std::uint64_t i) { return i; }); };
+  auto all_in_order =
+      conveyor::chain<std::uint64_t>() | stage(pass, parallel) | sink(check_all, in_order);
+  auto all_unordered =
+      conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { unordered.add(x); }, parallel);
+  if (topology == Topology::three_with_gaps) {
+    // The first branch drops the odd numbers (gaps in its order) before its in-order sink.
+    auto only_evens =
+        conveyor::chain<std::uint64_t>() |
+        stage(
+            [](std::uint64_t x) -> std::optional<std::uint64_t> {
+              if (x % 2 != 0) return std::nullopt;
+              return x;
+            },
+            parallel) |
+        sink([&](std::uint64_t x) { evens.take(x, [](std::uint64_t i) { return 2 * i; }); },
+             in_order);
+    flow | tee(only_evens, all_in_order, all_unordered);
+  } else {
+    flow | tee(all_in_order, all_unordered);
+  }
+  p.run();
+
+  EXPECT_EQ(ordered.wrong, 0U);
+  EXPECT_EQ(ordered.tally, expected_tally(count));
+  EXPECT_EQ(unordered.get(), expected_tally(count));
+  if (topology == Topology::three_with_gaps) {
+    Tally expected;
+    for (std::uint64_t x = 0; x < count; x += 2)
+      expected.add(x);
+    EXPECT_EQ(evens.wrong, 0U);
+    EXPECT_EQ(evens.tally, expected);
+  }
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  const auto [topology, workers, channel, batching] = info.param;
+  const char* topologies[] = {"after_source", "after_parallel", "three_with_gaps"};
+  const char* channels[] = {"mailbox", "queue1", "queue64"};
+  return std::string(topologies[static_cast<int>(topology)]) + "_" + std::to_string(workers) +
+         "workers_" + channels[static_cast<int>(channel)] + (batching ? "_batched" : "_single");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, PipelineTeeStress,
+    ::testing::Combine(::testing::Values(Topology::after_source, Topology::after_parallel,
+                                         Topology::three_with_gaps),
+                       ::testing::Values(1U, 2U, 4U),
+                       ::testing::Values(ChannelKind::mailbox, ChannelKind::queue1,
+                                         ChannelKind::queue64),
+                       ::testing::Bool()),
+    shape_name);
+
+}  // namespace
