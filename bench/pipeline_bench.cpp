@@ -145,6 +145,45 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
   finish(state, items, sum, expected, seconds);
 }
 
+// The same work with a tee before two sinks: the in-order sink sums, and a second, unordered sink
+// sums a copy of every item as well.
+template <std::uint64_t (*Work)(std::uint64_t)>
+void conveyor_tee_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
+                           std::size_t capacity) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  std::uint64_t copies = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    sum = 0;
+    copies = 0;
+    const auto start = std::chrono::steady_clock::now();
+    Pipeline p({.name = "bench"});
+    p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
+      if (next == items) return std::nullopt;
+      return next++;
+    }) |
+        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
+                                                        .workers = 2,
+                                                        .channel = Channel::queue(capacity),
+                                                        .batch = batch}) |
+        conveyor::tee(conveyor::chain<std::uint64_t>() | sink([&sum](std::uint64_t x) { sum += x; },
+                                                              {.mode = Mode::serial_in_order,
+                                                               .channel = Channel::queue(capacity),
+                                                               .batch = batch}),
+                      conveyor::chain<std::uint64_t>() |
+                          sink([&copies](std::uint64_t x) { copies += x; },
+                               {.channel = Channel::queue(capacity), .batch = batch}));
+    p.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  if (copies != expected) {
+    state.SkipWithError("the second branch's sum is wrong");
+    return;
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
 #ifdef CONVEYOR_BENCH_PROMETHEUS
 // The exporter as a service runs it: metrics served on loopback and scraped ten times a second
 // (Prometheus's default is every 15 s) for as long as the benchmark runs.
@@ -293,6 +332,9 @@ void register_benchmarks() {
                           trivial_items, std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor", conveyor_pipeline<trivial_work>,
                           trivial_items, std::size_t{64}, std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_tee",
+                          conveyor_tee_pipeline<trivial_work>, trivial_items, std::size_t{64},
+                          std::size_t{64}));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_fused",
                           conveyor_pipeline<trivial_work, NoObserver, Run::threads, Fuse::always>,
                           trivial_items, std::size_t{1}, std::size_t{1024}));
@@ -338,6 +380,8 @@ std::vector<Comparison> comparisons() {
        "pipeline/3_stages/tbb_tokens_*", throughput, 2.0},
       {"3 stages, batching on", "pipeline/3_stages_batched/conveyor",
        "pipeline/3_stages/tbb_tokens_*", throughput, 10.0},
+      {"3 stages batched, a tee into two sinks", "pipeline/3_stages_batched/conveyor_tee",
+       "pipeline/3_stages_batched/conveyor", throughput, 0.8},
       {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
        "pipeline/3_stages/tbb_tokens_*", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",

@@ -21,6 +21,7 @@
 #include "conveyor/framework.hpp"
 #include "conveyor/framework/testing.hpp"
 #include "pipeline_support.hpp"
+#include "task_suspension.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -308,6 +309,7 @@ TEST(PipelineTeeTest, AChainCanEndInATeeAndRunOnItsOwn) {
 }
 
 TEST(PipelineTeeTest, RunsOnTheCooperativeExecutor) {
+  SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
   Watchdog watchdog;
   Pipeline p({.executor = conveyor::Executor::tbb(2)});
   std::vector<std::uint64_t> first;
