@@ -147,7 +147,7 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
 
 // The same work with a tee before two sinks: the in-order sink sums, and a second, unordered sink
 // sums a copy of every item as well.
-template <std::uint64_t (*Work)(std::uint64_t)>
+template <std::uint64_t (*Work)(std::uint64_t), Run where = Run::threads>
 void conveyor_tee_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
                            std::size_t capacity) {
   const std::uint64_t expected = expected_sum(items, Work);
@@ -335,6 +335,9 @@ void register_benchmarks() {
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_tee",
                           conveyor_tee_pipeline<trivial_work>, trivial_items, std::size_t{64},
                           std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_tee_arena",
+                          conveyor_tee_pipeline<trivial_work, Run::arena>, trivial_items,
+                          std::size_t{64}, std::size_t{64}));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_fused",
                           conveyor_pipeline<trivial_work, NoObserver, Run::threads, Fuse::always>,
                           trivial_items, std::size_t{1}, std::size_t{1024}));
@@ -382,6 +385,9 @@ std::vector<Comparison> comparisons() {
        "pipeline/3_stages/tbb_tokens_*", throughput, 10.0},
       {"3 stages batched, a tee into two sinks", "pipeline/3_stages_batched/conveyor_tee",
        "pipeline/3_stages_batched/conveyor", throughput, 0.8},
+      {"3 stages batched, a tee into two sinks, cooperative executor",
+       "pipeline/3_stages_batched/conveyor_tee_arena", "pipeline/3_stages_batched/conveyor_arena",
+       throughput, std::nullopt},
       {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
        "pipeline/3_stages/tbb_tokens_*", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",
