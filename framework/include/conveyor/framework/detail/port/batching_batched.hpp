@@ -62,7 +62,7 @@ class Batches {
     if (!collected_[0].empty() && !ship(port, 0, 0)) return false;
     if (run.empty()) return !port.worker().cancelled();
     Parcel<T> parcel(std::move(run));
-    return port.deliver(0, ParcelDelivery<T>{port.lanes(), parcel});
+    return port.deliver(0, ParcelDelivery<T>{port.lanes(), parcel, &port});
   }
 
   // The values of the run being collected, continued at `next`, and the room left in the batch.
@@ -99,7 +99,7 @@ class Batches {
   bool ship(Port& port, std::size_t collection, std::size_t lane) {
     Parcel<T> parcel(std::move(collected_[collection]));
     collected_[collection] = Batch<T>();
-    return port.deliver(lane, ParcelDelivery<T>{port.lanes(), parcel});
+    return port.deliver(lane, ParcelDelivery<T>{port.lanes(), parcel, &port});
   }
 
   std::vector<Batch<T>> collected_;

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -21,16 +22,32 @@
 namespace conveyor::detail {
 
 template <class T>
+class OutPort;
+
+template <class T>
 using LaneList = std::vector<sync::SpscRing<Parcel<T>>*>;
 
+// A batch's copy takes its storage from a batch that came back from a consumer, where one did
+// (`returns`: the port's returned_batch), so that copying a batch for several lanes (a tee)
+// allocates nothing once the first laps are done.
 template <class T>
 struct ParcelDelivery {
   const LaneList<T>& lanes;
   Parcel<T>& parcel;
+  OutPort<T>* returns = nullptr;
 
   bool operator()(std::size_t lane, bool copy) {
     if (!copy) return lanes[lane]->try_push(parcel);
     if constexpr (std::is_copy_constructible_v<T>) {
+      const Batch<T>* batch = std::get_if<Batch<T>>(&parcel);
+      if (batch != nullptr && returns != nullptr) {
+        // One producer: a free slot stays free until this push.
+        if (lanes[lane]->free_slots() == 0) return false;
+        if (std::optional<Batch<T>> storage = returns->returned_batch()) {
+          *storage = *batch;  // the vectors keep their capacity
+          return lanes[lane]->try_emplace(std::in_place_index<1>, std::move(*storage));
+        }
+      }
       return lanes[lane]->try_emplace(std::as_const(parcel));
     } else {
       CONVEYOR_CONTRACT(false, "OutPort: broadcast needs copyable items");
