@@ -184,6 +184,42 @@ void conveyor_tee_pipeline(benchmark::State& state, std::uint64_t items, std::si
   finish(state, items, sum, expected, seconds);
 }
 
+// The same work with a route after the parallel stage: the outputs of even inputs (2x + 1 is 1 mod
+// 4) to one in-order sink, the rest to another, each summing what it gets.
+template <std::uint64_t (*Work)(std::uint64_t)>
+void conveyor_route_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
+                             std::size_t capacity) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t evens = 0;
+  std::uint64_t odds = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    evens = 0;
+    odds = 0;
+    const auto start = std::chrono::steady_clock::now();
+    Pipeline p({.name = "bench"});
+    const StageOptions sink_options{
+        .mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch};
+    p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
+      if (next == items) return std::nullopt;
+      return next++;
+    }) |
+        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
+                                                        .workers = 2,
+                                                        .channel = Channel::queue(capacity),
+                                                        .batch = batch}) |
+        conveyor::route(
+            conveyor::when([](std::uint64_t y) { return y % 4 == 1; },
+                           conveyor::chain<std::uint64_t>() |
+                               sink([&evens](std::uint64_t x) { evens += x; }, sink_options)),
+            conveyor::otherwise(conveyor::chain<std::uint64_t>() |
+                                sink([&odds](std::uint64_t x) { odds += x; }, sink_options)));
+    p.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  finish(state, items, evens + odds, expected, seconds);
+}
+
 #ifdef CONVEYOR_BENCH_PROMETHEUS
 // The exporter as a service runs it: metrics served on loopback and scraped ten times a second
 // (Prometheus's default is every 15 s) for as long as the benchmark runs.
@@ -338,6 +374,11 @@ void register_benchmarks() {
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_tee_arena",
                           conveyor_tee_pipeline<trivial_work, Run::arena>, trivial_items,
                           std::size_t{64}, std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages/conveyor_route", conveyor_route_pipeline<trivial_work>,
+                          trivial_items, std::size_t{1}, std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_route",
+                          conveyor_route_pipeline<trivial_work>, trivial_items, std::size_t{64},
+                          std::size_t{64}));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_fused",
                           conveyor_pipeline<trivial_work, NoObserver, Run::threads, Fuse::always>,
                           trivial_items, std::size_t{1}, std::size_t{1024}));
@@ -388,6 +429,11 @@ std::vector<Comparison> comparisons() {
       {"3 stages batched, a tee into two sinks, cooperative executor",
        "pipeline/3_stages_batched/conveyor_tee_arena", "pipeline/3_stages_batched/conveyor_arena",
        throughput, std::nullopt},
+      {"3 stages, a route into two in-order sinks", "pipeline/3_stages/conveyor_route",
+       "pipeline/3_stages/conveyor", throughput, 0.9},
+      {"3 stages batched, a route into two in-order sinks",
+       "pipeline/3_stages_batched/conveyor_route", "pipeline/3_stages_batched/conveyor", throughput,
+       0.9},
       {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
        "pipeline/3_stages/tbb_tokens_*", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",

@@ -8,7 +8,6 @@
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
-#include "conveyor/framework/options.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -51,8 +50,8 @@ class Tee final : public DispatchPolicy {
 
 }  // namespace
 
-Dispatch tee_dispatch(std::vector<std::size_t> starts) {
-  return Dispatch(Dispatch::Kind::broadcast, std::make_shared<const Tee>(std::move(starts)));
+std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts) {
+  return std::make_shared<const Tee>(std::move(starts));
 }
 
 }  // namespace conveyor::detail

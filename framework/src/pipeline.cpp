@@ -123,8 +123,8 @@ struct Runtime {
   std::vector<std::unique_ptr<EdgeBase>> edges;
   // inputs[i]: node i's first worker among the consumers of the edge into it.
   std::vector<std::size_t> input_offsets;
-  // The dispatch of each tee's edge.
-  std::vector<std::unique_ptr<Dispatch>> tee_dispatches;
+  // The dispatch of each tee's and route's edge.
+  std::vector<std::unique_ptr<Dispatch>> branch_dispatches;
   // heads[i]: the first node of node i's fused group, whose workers run it (i if not fused).
   std::vector<std::size_t> heads;
   std::vector<std::unique_ptr<WindowGate>> gates;
@@ -148,6 +148,11 @@ struct Runtime {
     return bells;
   }
 };
+
+Dispatch branch_dispatch(std::shared_ptr<const DispatchPolicy> policy) {
+  const Dispatch::Kind kind = policy->keyed() ? Dispatch::Kind::by_key : Dispatch::Kind::broadcast;
+  return Dispatch(kind, std::move(policy));
+}
 
 }  // namespace detail
 
@@ -173,6 +178,7 @@ void Pipeline::append(std::unique_ptr<detail::NodeBase> node, std::size_t parent
   parent_.push_back(parent);
   fans_out_.push_back(false);
   next_.emplace_back();
+  routes_.emplace_back();
   if (parent != no_node) next_[parent].push_back(nodes_.size() - 1);
 }
 
@@ -210,6 +216,10 @@ void Pipeline::plan() {
     if (next_[i].empty() != (nodes_[i]->role() == Role::sink)) {
       throw std::logic_error(
           "conveyor: a pipeline needs a source, then stages, then a sink (in every branch)");
+    }
+    if (!routes_[i].empty() && next_[i].size() != routes_[i].size() + 1) {
+      throw std::logic_error("conveyor: a route has one branch per predicate and a default one, "
+                             "and nothing else continues from where it splits");
     }
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
@@ -364,20 +374,31 @@ void Pipeline::start() {
       starts.push_back(capacities.size());
       capacities.insert(capacities.end(), nodes_[after]->workers(), options.channel.capacity());
       batch = std::min(batch, options.batch);
-      if (next_[i].size() > 1 && options.dispatch.kind() != Dispatch::Kind::round_robin) {
+      if ((next_[i].size() > 1 || !routes_[i].empty()) &&
+          options.dispatch.kind() != Dispatch::Kind::round_robin) {
         throw std::invalid_argument("stage '" + nodes_[after]->name() +
-                                    "': the first stage of a tee's branch takes its items "
-                                    "round-robin (put the keyed or broadcast stage after it)");
+                                    "': the first stage of a branch takes its items as the tee "
+                                    "or route before it sends them (put the keyed or broadcast "
+                                    "stage after it)");
       }
     }
     runtime->edges[i] = nodes_[i]->make_output_edge(capacities);
-    if (next_[i].size() == 1) {
+    if (next_[i].size() == 1 && routes_[i].empty()) {
       wirings[i].output_dispatch = &nodes_[next_[i].front()]->options().dispatch;
     } else {
       starts.push_back(capacities.size());
-      runtime->tee_dispatches.push_back(
-          std::make_unique<Dispatch>(detail::tee_dispatch(std::move(starts))));
-      wirings[i].output_dispatch = runtime->tee_dispatches.back().get();
+      std::shared_ptr<const detail::DispatchPolicy> policy;
+      if (routes_[i].empty()) {
+        policy = detail::tee_dispatch(std::move(starts));
+      } else {
+        std::vector<bool> ordered;
+        for (const std::size_t after : next_[i])
+          ordered.push_back(ordered_in[after]);
+        policy = detail::route_dispatch(std::move(starts), routes_[i], std::move(ordered));
+      }
+      runtime->branch_dispatches.push_back(
+          std::make_unique<Dispatch>(detail::branch_dispatch(std::move(policy))));
+      wirings[i].output_dispatch = runtime->branch_dispatches.back().get();
     }
     wirings[i].output_batch = batch;
   }

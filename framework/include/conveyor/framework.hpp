@@ -8,6 +8,7 @@
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/options.hpp"
 #include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/route.hpp"
 #include "conveyor/framework/shared.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "conveyor/framework/stats.hpp"

@@ -57,9 +57,9 @@ class KeyedDispatch;
 class Dispatch;
 
 namespace detail {
-// The dispatch of a tee's edge (dispatch_tee.cpp): every branch gets every parcel, into one of its
-// lanes in turn; branch b's lanes are [starts[b], starts[b + 1]).
-Dispatch tee_dispatch(std::vector<std::size_t> starts);
+// The dispatch of an edge into several branches (a tee's or a route's), with the policy the
+// planner made for it (dispatch_policy.hpp).
+Dispatch branch_dispatch(std::shared_ptr<const DispatchPolicy> policy);
 }  // namespace detail
 
 // Which worker of a stage gets an item. Each kind is a policy of its own
@@ -128,7 +128,7 @@ class Dispatch {
   [[nodiscard]] const detail::DispatchPolicy& policy() const noexcept { return *policy_; }
 
  private:
-  friend Dispatch detail::tee_dispatch(std::vector<std::size_t> starts);
+  friend Dispatch detail::branch_dispatch(std::shared_ptr<const detail::DispatchPolicy> policy);
 
   Dispatch(Kind kind, std::shared_ptr<const detail::DispatchPolicy> policy)
       : kind_(kind), policy_(std::move(policy)) {}

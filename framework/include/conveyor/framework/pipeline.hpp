@@ -9,8 +9,8 @@
 //
 // Contract:
 // - Build (source, `|`) from one thread, before `start()`. Each `|` continues from the last stage,
-//   a sink ends the chain, and a tee (tee.hpp) splits it into branches that each end in a sink. A
-//   type mismatch between neighbours does not compile.
+//   a sink ends the chain, and a tee (tee.hpp) or a route (route.hpp) splits it into branches that
+//   each end in a sink. A type mismatch between neighbours does not compile.
 // - A pipeline runs once: `run()` = `start()` + `wait()`. `wait()` returns once every worker has
 //   returned, and rethrows the first exception a stage threw (the others are counted in the
 //   stages' errors). Options that do not fit (a by_key function for another type, broadcast of
@@ -158,6 +158,15 @@ class Pipeline {
     fan_out(at.node_);
   }
 
+  // Lets several chains continue from `at`, each item going to the first whose predicate it
+  // matches (predicates[b] for the b-th chain added), or else to the one added last (route.hpp).
+  // A predicate takes a pointer to a T.
+  template <class T>
+  void route_at(const Flow<T>& at, std::vector<std::function<bool(const void*)>> predicates) {
+    fan_out(at.node_);
+    routes_[at.node_] = std::move(predicates);
+  }
+
   void run() {
     start();
     wait();
@@ -202,6 +211,8 @@ class Pipeline {
   std::vector<std::size_t> parent_;
   std::vector<bool> fans_out_;
   std::vector<std::vector<std::size_t>> next_;
+  // Per node: a route's predicates, one per branch but the last (empty if the node is no route).
+  std::vector<std::vector<std::function<bool(const void*)>>> routes_;
   detail::Control control_;
   std::unique_ptr<detail::Runtime> runtime_;
   // steady_clock nanoseconds; 0 until set.

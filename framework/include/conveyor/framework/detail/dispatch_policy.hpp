@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace conveyor::detail {
 
@@ -60,9 +61,27 @@ class DispatchPolicy {
   // `keyed_lane`: lane_of's answer (pushed after the push); `none`: the policy always chooses.
   enum class FirstTry { none, finger, keyed_lane };
   [[nodiscard]] virtual FirstTry first_try() const noexcept { return FirstTry::none; }
+  // A route's policy (keyed): besides the lane lane_of chose for an item numbered `seq`, the lanes
+  // that get a gap with its tag, one in every other branch that restores order. The port sends
+  // them only on a numbered edge.
+  [[nodiscard]] virtual bool routes() const noexcept { return false; }
+  virtual void gap_lanes(std::uint64_t /*seq*/, std::size_t /*chosen*/,
+                         std::vector<std::size_t>& /*lanes*/) const {}
   // Delivers the parcel that `push` pushes; `lane` is lane_of's answer for a keyed policy.
   virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
 };
+
+// The policy of a tee's edge (dispatch_tee.cpp): every branch gets every parcel, into one of its
+// lanes in turn; branch b's lanes are [starts[b], starts[b + 1]).
+std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts);
+
+// The policy of a route's edge (dispatch_route.cpp): branch b's lanes are [starts[b],
+// starts[b + 1]); an item goes to the first branch whose predicate it matches, else to the last
+// (the default); a gap goes to branch 0. Within a branch, the lane is picked by the number.
+// `ordered[b]`: whether branch b restores order (and needs gaps).
+std::shared_ptr<const DispatchPolicy> route_dispatch(
+    std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
+    std::vector<bool> ordered);
 
 // The keyed policy of Dispatch::by_key and Dispatch::by_partition (templates, in options.hpp):
 // `hash(item)` is the hash of an item's key, or its partition.

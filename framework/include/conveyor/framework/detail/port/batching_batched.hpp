@@ -27,7 +27,11 @@ class Batches {
   template <class Port>
   [[gnu::always_inline]] bool send(Port& port, Entry<T>&& entry) {
     // Only a keyed dispatch gives other lanes than 0: one collection per lane.
-    const std::size_t lane = port.lane_of(entry);
+    return send_to(port, port.lane_of(entry), std::move(entry));
+  }
+
+  template <class Port>
+  [[gnu::always_inline]] bool send_to(Port& port, std::size_t lane, Entry<T>&& entry) {
     return collect(port, lane, lane, [&](Batch<T>& batch) { batch.append(std::move(entry)); });
   }
 

@@ -48,6 +48,8 @@ class PolicyPort final : public OutPort<T> {
         lanes_(lanes.lanes),
         dispatch_(dispatch.policy()),
         keyed_(dispatch_.keyed()),
+        // Gaps matter only on a numbered edge into an in-order stage.
+        routes_(dispatch_.routes() && (sequencer || Tagger::forwards)),
         first_try_(dispatch_.first_try()),
         batcher_(keyed_ ? lanes.lanes.size() : 1, batch) {
     CONVEYOR_CONTRACT(batch >= 1 && (batch == 1) != Batcher::batches,
@@ -113,10 +115,26 @@ class PolicyPort final : public OutPort<T> {
   // --- For the policies ---
 
   [[gnu::always_inline]] bool send(Entry<T>&& entry) {
+    if (routes_) return route(std::move(entry));
     return batcher_.send(*this, std::move(entry));
   }
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
+    if (routes_) return route(Entry<T>{Tag::fresh(seq), std::move(value)});
     return batcher_.send_value(*this, seq, std::move(value));
+  }
+  // A route: the entry into the lane of its branch, and a gap with its tag into a lane of every
+  // other branch that restores order, so that its in-order stage does not wait for the number.
+  bool route(Entry<T>&& entry) {
+    const Tag tag = entry.tag;
+    const std::size_t lane = lane_of(entry);
+    if (!tag.sequenced()) return batcher_.send_to(*this, lane, std::move(entry));
+    gap_lanes_.clear();
+    dispatch_.gap_lanes(tag.seq, lane, gap_lanes_);
+    if (!batcher_.send_to(*this, lane, std::move(entry))) return false;
+    for (const std::size_t gap_lane : gap_lanes_) {
+      if (!batcher_.send_to(*this, gap_lane, Entry<T>{tag, std::nullopt})) return false;
+    }
+    return true;
   }
   // Into the lane the dispatch policy tries first, if it has room; otherwise the policy chooses.
   template <class Delivery>
@@ -151,6 +169,8 @@ class PolicyPort final : public OutPort<T> {
   const LaneList<T> lanes_;
   const DispatchPolicy& dispatch_;
   const bool keyed_;
+  const bool routes_;
+  std::vector<std::size_t> gap_lanes_;
   using FirstTry = DispatchPolicy::FirstTry;
   const FirstTry first_try_;
   Tagger tagger_;

@@ -1,7 +1,7 @@
-// Tees of every shape, pushed hard: topologies {tee after the source, tee after a parallel stage,
-// three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x batching
-// {off, on}. Every branch counts and fingerprints what it gets, in-order branches check the order,
-// and a watchdog turns a hang into a failure.
+// Tees and routes of every shape, pushed hard: topologies {after the source, after a parallel
+// stage, three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x
+// batching {off, on}. Every branch counts and fingerprints what it gets, in-order branches check
+// the order, and a watchdog turns a hang into a failure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,9 +9,12 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "conveyor/framework/chain.hpp"
+#include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/route.hpp"
 #include "conveyor/framework/stage.hpp"
 #include "conveyor/framework/tee.hpp"
 #include "pipeline_support.hpp"
@@ -49,14 +52,15 @@ Channel channel_of(ChannelKind kind) {
   return Channel::mailbox();
 }
 
-// 54 shapes share the stress budget: a two-hundredth of it each (10,000 items in optimised builds).
+// 108 shapes share the stress budget: a four-hundredth of it each (5,000 items in optimised
+// builds).
 std::uint64_t items_per_shape() {
-  return std::max<std::uint64_t>(5'000, conveyor::testing::stress_items() / 200);
+  return std::max<std::uint64_t>(5'000, conveyor::testing::stress_items() / 400);
 }
 
 using Shape = std::tuple<Topology, std::size_t, ChannelKind, bool>;
 
-class PipelineTeeStress : public ::testing::TestWithParam<Shape> {};
+class PipelineGraphStress : public ::testing::TestWithParam<Shape> {};
 
 // An in-order sink that checks that what it gets is exactly `expected(i)` for i = 0, 1, ...
 struct InOrderCheck {
@@ -71,7 +75,7 @@ struct InOrderCheck {
   }
 };
 
-TEST_P(PipelineTeeStress, EveryBranchGetsEveryItemOnceAndInOrderWhereItAsks) {
+TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsks) {
   Watchdog watchdog(std::chrono::seconds(120));
   const auto [topology, workers, channel, batching] = GetParam();
   const std::uint64_t count = items_per_shape();
@@ -125,6 +129,90 @@ TEST_P(PipelineTeeStress, EveryBranchGetsEveryItemOnceAndInOrderWhereItAsks) {
   }
 }
 
+// The same shapes with a route into three branches: multiples of 3 to an in-order branch with a
+// parallel stage, 1 mod 3 to a parallel sink, the rest to an in-order sink. With gaps, a stage
+// before the route emits nothing for some inputs and two items for others.
+TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  const auto [topology, workers, channel, batching] = GetParam();
+  const std::uint64_t count = items_per_shape();
+  const StageOptions parallel{.mode = Mode::parallel,
+                              .workers = workers,
+                              .channel = channel_of(channel),
+                              .batch = batching ? std::size_t{16} : std::size_t{1}};
+  StageOptions in_order = parallel;
+  in_order.mode = Mode::serial_in_order;
+  auto pass = [](std::uint64_t x) { return x; };
+
+  // What reaches the route, in order.
+  std::vector<std::uint64_t> stream;
+  for (std::uint64_t x = 0; x < count; ++x) {
+    if (topology != Topology::three_with_gaps) {
+      stream.push_back(x);
+      continue;
+    }
+    if (x % 7 == 3) continue;
+    stream.push_back(2 * x);
+    if (x % 5 == 1) stream.push_back(2 * x + 1);
+  }
+  std::vector<std::uint64_t> want_threes;
+  std::vector<std::uint64_t> want_rest;
+  Tally want_ones;
+  for (const std::uint64_t y : stream) {
+    if (y % 3 == 0) {
+      want_threes.push_back(y);
+    } else if (y % 3 == 1) {
+      want_ones.add(y);
+    } else {
+      want_rest.push_back(y);
+    }
+  }
+
+  Pipeline p;
+  Flow<std::uint64_t> flow = p.source(count_to(count));
+  if (topology == Topology::after_parallel) flow = flow | stage(pass, parallel);
+  if (topology == Topology::three_with_gaps) {
+    flow = flow | stage(
+                      [](std::uint64_t x, conveyor::Emit<std::uint64_t>& emit) {
+                        if (x % 7 == 3) return;
+                        emit(2 * x);
+                        if (x % 5 == 1) emit(2 * x + 1);
+                      },
+                      parallel);
+  }
+  InOrderCheck threes;
+  InOrderCheck rest;
+  SharedTally ones;
+  flow | conveyor::route(
+             conveyor::when([](std::uint64_t y) { return y % 3 == 0; },
+                            conveyor::chain<std::uint64_t>() | stage(pass, parallel) |
+                                sink(
+                                    [&](std::uint64_t y) {
+                                      threes.take(y, [&](std::uint64_t i) {
+                                        return i < want_threes.size() ? want_threes[i] : ~y;
+                                      });
+                                    },
+                                    in_order)),
+             conveyor::when([](std::uint64_t y) { return y % 3 == 1; },
+                            conveyor::chain<std::uint64_t>() |
+                                sink([&](std::uint64_t y) { ones.add(y); }, parallel)),
+             conveyor::otherwise(conveyor::chain<std::uint64_t>() |
+                                 sink(
+                                     [&](std::uint64_t y) {
+                                       rest.take(y, [&](std::uint64_t i) {
+                                         return i < want_rest.size() ? want_rest[i] : ~y;
+                                       });
+                                     },
+                                     in_order)));
+  p.run();
+
+  EXPECT_EQ(threes.wrong, 0U);
+  EXPECT_EQ(threes.next, want_threes.size());
+  EXPECT_EQ(rest.wrong, 0U);
+  EXPECT_EQ(rest.next, want_rest.size());
+  EXPECT_EQ(ones.get(), want_ones);
+}
+
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   const auto [topology, workers, channel, batching] = info.param;
   const char* topologies[] = {"after_source", "after_parallel", "three_with_gaps"};
@@ -134,7 +222,7 @@ std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Matrix, PipelineTeeStress,
+    Matrix, PipelineGraphStress,
     ::testing::Combine(::testing::Values(Topology::after_source, Topology::after_parallel,
                                          Topology::three_with_gaps),
                        ::testing::Values(1U, 2U, 4U),

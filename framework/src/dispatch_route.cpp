@@ -1,0 +1,80 @@
+// The edge out of a route: each item goes to the first branch whose predicate it matches, else to
+// the last branch (the default), into the lane of that branch its number picks; the port waits
+// while that lane is full. On a numbered edge every other branch that restores order gets a gap
+// with the item's tag (gap_lanes), so that its in-order stage does not wait for the number.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "conveyor/framework/detail/dispatch_policy.hpp"
+#include "conveyor/framework/detail/out_lanes.hpp"
+
+namespace conveyor::detail {
+namespace {
+
+class Route final : public DispatchPolicy {
+ public:
+  Route(std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
+        std::vector<bool> ordered)
+      : starts_(std::move(starts)),
+        predicates_(std::move(predicates)),
+        ordered_(std::move(ordered)) {}
+
+  [[nodiscard]] bool keyed() const noexcept override { return true; }
+  [[nodiscard]] bool routes() const noexcept override { return true; }
+  [[nodiscard]] FirstTry first_try() const noexcept override { return FirstTry::keyed_lane; }
+
+  [[nodiscard]] std::size_t lane_of(const void* item, std::uint64_t seq,
+                                    std::size_t /*lanes*/) const override {
+    return lane_in(item != nullptr ? branch_of(item) : 0, seq);
+  }
+
+  void gap_lanes(std::uint64_t seq, std::size_t chosen,
+                 std::vector<std::size_t>& lanes) const override {
+    for (std::size_t branch = 0; branch + 1 < starts_.size(); ++branch) {
+      if (!ordered_[branch] || (chosen >= starts_[branch] && chosen < starts_[branch + 1])) {
+        continue;
+      }
+      lanes.push_back(lane_in(branch, seq));
+    }
+  }
+
+  bool deliver(OutLanes& port, std::size_t lane, LanePush push) const override {
+    while (!push(lane, false)) {
+      if (!port.wait_for_room(lane)) return false;
+    }
+    port.pushed(lane);
+    return true;
+  }
+
+ private:
+  [[nodiscard]] std::size_t branch_of(const void* item) const {
+    for (std::size_t branch = 0; branch < predicates_.size(); ++branch) {
+      if (predicates_[branch](item)) return branch;
+    }
+    return predicates_.size();
+  }
+
+  [[nodiscard]] std::size_t lane_in(std::size_t branch, std::uint64_t seq) const noexcept {
+    const std::size_t count = starts_[branch + 1] - starts_[branch];
+    return starts_[branch] + (count == 1 ? 0 : static_cast<std::size_t>(seq % count));
+  }
+
+  const std::vector<std::size_t> starts_;
+  const std::vector<std::function<bool(const void*)>> predicates_;
+  const std::vector<bool> ordered_;
+};
+
+}  // namespace
+
+std::shared_ptr<const DispatchPolicy> route_dispatch(
+    std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
+    std::vector<bool> ordered) {
+  return std::make_shared<const Route>(std::move(starts), std::move(predicates),
+                                       std::move(ordered));
+}
+
+}  // namespace conveyor::detail
