@@ -218,8 +218,9 @@ void Pipeline::plan() {
           "conveyor: a pipeline needs a source, then stages, then a sink (in every branch)");
     }
     if (!routes_[i].empty() && next_[i].size() != routes_[i].size() + 1) {
-      throw std::logic_error("conveyor: a route has one branch per predicate and a default one, "
-                             "and nothing else continues from where it splits");
+      throw std::logic_error(
+          "conveyor: a route has one branch per predicate and a default one, "
+          "and nothing else continues from where it splits");
     }
   }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
