@@ -220,6 +220,42 @@ void conveyor_route_pipeline(benchmark::State& state, std::uint64_t items, std::
   finish(state, items, evens + odds, expected, seconds);
 }
 
+// Numbers in [first, end), as a pulled source.
+auto numbers_from(std::uint64_t first, std::uint64_t end) {
+  return [next = first, end]() mutable -> std::optional<std::uint64_t> {
+    if (next == end) return std::nullopt;
+    return next++;
+  };
+}
+
+// The same work from one source or from two merged (each half of the items), into the parallel
+// stage and a serial sink that takes items as they come: a merged stream has no common order.
+template <std::uint64_t (*Work)(std::uint64_t), bool merged>
+void conveyor_merge_pipeline(benchmark::State& state, std::uint64_t items, std::size_t batch,
+                             std::size_t capacity) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    sum = 0;
+    const auto start = std::chrono::steady_clock::now();
+    Pipeline p({.name = "bench"});
+    Flow<std::uint64_t> input = merged ? conveyor::merge(p.source(numbers_from(0, items / 2)),
+                                                         p.source(numbers_from(items / 2, items)))
+                                       : p.source(numbers_from(0, items));
+    input |
+        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
+                                                        .workers = 2,
+                                                        .channel = Channel::queue(capacity),
+                                                        .batch = batch}) |
+        sink([&sum](std::uint64_t x) { sum += x; },
+             {.channel = Channel::queue(capacity), .batch = batch});
+    p.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
 #ifdef CONVEYOR_BENCH_PROMETHEUS
 // The exporter as a service runs it: metrics served on loopback and scraped ten times a second
 // (Prometheus's default is every 15 s) for as long as the benchmark runs.
@@ -379,6 +415,18 @@ void register_benchmarks() {
   timed(RegisterBenchmark("pipeline/3_stages_batched/conveyor_route",
                           conveyor_route_pipeline<trivial_work>, trivial_items, std::size_t{64},
                           std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages_unordered/conveyor",
+                          conveyor_merge_pipeline<trivial_work, false>, trivial_items,
+                          std::size_t{1}, std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_unordered/conveyor_merge",
+                          conveyor_merge_pipeline<trivial_work, true>, trivial_items,
+                          std::size_t{1}, std::size_t{1024}));
+  timed(RegisterBenchmark("pipeline/3_stages_unordered_batched/conveyor",
+                          conveyor_merge_pipeline<trivial_work, false>, trivial_items,
+                          std::size_t{64}, std::size_t{64}));
+  timed(RegisterBenchmark("pipeline/3_stages_unordered_batched/conveyor_merge",
+                          conveyor_merge_pipeline<trivial_work, true>, trivial_items,
+                          std::size_t{64}, std::size_t{64}));
   timed(RegisterBenchmark("pipeline/3_stages/conveyor_fused",
                           conveyor_pipeline<trivial_work, NoObserver, Run::threads, Fuse::always>,
                           trivial_items, std::size_t{1}, std::size_t{1024}));
@@ -434,6 +482,11 @@ std::vector<Comparison> comparisons() {
       {"3 stages batched, a route into two in-order sinks",
        "pipeline/3_stages_batched/conveyor_route", "pipeline/3_stages_batched/conveyor", throughput,
        0.9},
+      {"3 stages, a merge of 2 sources", "pipeline/3_stages_unordered/conveyor_merge",
+       "pipeline/3_stages_unordered/conveyor", throughput, 0.9},
+      {"3 stages batched, a merge of 2 sources",
+       "pipeline/3_stages_unordered_batched/conveyor_merge",
+       "pipeline/3_stages_unordered_batched/conveyor", throughput, 0.9},
       {"3 stages, batching on, cooperative executor", "pipeline/3_stages_batched/conveyor_arena",
        "pipeline/3_stages/tbb_tokens_*", throughput, std::nullopt},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/single_thread",

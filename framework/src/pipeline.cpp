@@ -118,9 +118,11 @@ struct Runtime {
   std::unique_ptr<IoPool> io;
   std::vector<std::vector<std::unique_ptr<Doorbell>>> doorbells;  // per node, per worker
   std::vector<std::vector<std::unique_ptr<DeferredWakes>>> owed;  // per node, per worker
-  // edges[i]: from node i to the nodes after it; null for a sink, and where the next node is fused
-  // into node i.
+  // edges[i]: from node i to the nodes after it; null for a sink, where the next node is fused
+  // into node i, and for the inputs of a merge but the first, which owns their shared edge.
   std::vector<std::unique_ptr<EdgeBase>> edges;
+  // out_edges[i]: the edge out of node i (a merge's shared one too); null where edges[i] is.
+  std::vector<EdgeBase*> out_edges;
   // inputs[i]: node i's first worker among the consumers of the edge into it.
   std::vector<std::size_t> input_offsets;
   // The dispatch of each tee's and route's edge.
@@ -170,16 +172,24 @@ Pipeline::~Pipeline() {
   }
 }
 
-void Pipeline::append(std::unique_ptr<detail::NodeBase> node, std::size_t parent) {
+void Pipeline::append(std::unique_ptr<detail::NodeBase> node, std::vector<std::size_t> parents) {
   if (state() != PipelineState::idle) {
     throw std::logic_error("conveyor: a pipeline cannot be changed once it has started");
   }
   nodes_.push_back(std::move(node));
-  parent_.push_back(parent);
+  for (const std::size_t parent : parents)
+    next_[parent].push_back(nodes_.size() - 1);
+  parents_.push_back(std::move(parents));
   fans_out_.push_back(false);
   next_.emplace_back();
   routes_.emplace_back();
-  if (parent != no_node) next_[parent].push_back(nodes_.size() - 1);
+}
+
+void Pipeline::check_not_merged(const std::vector<std::size_t>& merged) {
+  if (!merged.empty()) {
+    throw std::logic_error(
+        "conveyor: a tee or a route cannot follow a merge directly: put a stage between them");
+  }
 }
 
 void Pipeline::check_continues(std::size_t node) const {
@@ -212,10 +222,20 @@ void Pipeline::plan() {
       nodes_.back()->role() != Role::sink) {
     throw std::logic_error("conveyor: a pipeline needs a source, then stages, then a sink");
   }
+  std::size_t sources = 0;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (next_[i].empty() != (nodes_[i]->role() == Role::sink)) {
       throw std::logic_error(
           "conveyor: a pipeline needs a source, then stages, then a sink (in every branch)");
+    }
+    if (nodes_[i]->role() == Role::source) ++sources;
+    // A merge's edge has the workers of its inputs as its producers, and nothing else.
+    for (const std::size_t parent : parents_[i]) {
+      if (parents_[i].size() > 1 && (next_[parent].size() > 1 || !routes_[parent].empty())) {
+        throw std::logic_error(
+            "conveyor: an input of a merge cannot also go elsewhere (a tee "
+            "or route): put a stage between them");
+      }
     }
     if (!routes_[i].empty() && next_[i].size() != routes_[i].size() + 1) {
       throw std::logic_error(
@@ -226,7 +246,8 @@ void Pipeline::plan() {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     detail::NodeBase& node = *nodes_[i];
     if (node.name().empty()) {
-      node.set_name(node.role() == Role::source ? "source"
+      node.set_name(node.role() == Role::source
+                        ? sources > 1 ? "source-" + std::to_string(i) : std::string("source")
                     : node.role() == Role::sink ? "sink"
                                                 : "stage-" + std::to_string(i));
     }
@@ -258,18 +279,22 @@ void Pipeline::fuse() {
   // (one worker, and a sequencer in it).
   std::vector<std::size_t> group_workers(nodes_.size());
   std::vector<bool> group_ordered(nodes_.size());
-  group_workers[0] = nodes_.front()->workers();
-  group_ordered[0] = nodes_.front()->sequencer();
-  for (std::size_t i = 1; i < nodes_.size(); ++i) {
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
     NodeBase& node = *nodes_[i];
-    const std::size_t parent = parent_[i];
+    if (parents_[i].empty()) {  // a source
+      group_workers[i] = node.workers();
+      group_ordered[i] = node.sequencer();
+      continue;
+    }
+    const std::size_t parent = parents_[i].front();
     const NodeBase& before = *nodes_[parent];
     std::size_t workers = group_workers[parent];
     bool ordered = group_ordered[parent];
     bool fused = false;
     if (node.options().fuse != Fuse::never) {
       const std::string obstacle =
-          next_[parent].size() > 1
+          parents_[i].size() > 1 ? "it merges several inputs, which reach it through channels"
+          : next_[parent].size() > 1
               ? "it is one of several branches after it, which take its items through channels"
               : detail::fusion_obstacle(before, node, workers, ordered);
       if (node.options().fuse == Fuse::always) {
@@ -314,8 +339,9 @@ void Pipeline::start() {
   // A fused node is its parent's only next node; every node comes after its parent.
   auto fused_next = [&](std::size_t i) { return next_[i].size() == 1 && fused(next_[i].front()); };
   for (std::size_t i = 0; i < count; ++i) {
-    runtime->heads[i] = fused(i) ? runtime->heads[parent_[i]] : i;
-    numbers[i] = nodes_[i]->sequencer() || (fused(i) && numbers[parent_[i]]);
+    // A fused node has one parent.
+    runtime->heads[i] = fused(i) ? runtime->heads[parents_[i].front()] : i;
+    numbers[i] = nodes_[i]->sequencer() || (fused(i) && numbers[parents_[i].front()]);
   }
   for (std::size_t i = count; i-- > 0;) {
     tails[i] = fused_next(i) ? tails[next_[i].front()] : i;
@@ -341,8 +367,20 @@ void Pipeline::start() {
                        [&](std::size_t after) { return static_cast<bool>(ordered_in[after]); });
   };
   for (std::size_t i = count - 1; i >= 1; --i) {
-    if (fused(i)) continue;
+    if (fused(i) || parents_[i].empty()) continue;
     const detail::NodeBase& node = *nodes_[i];
+    if (parents_[i].size() > 1) {
+      // A merged stream has no common order: a serial_in_order stage at the merge numbers it as
+      // it arrives, for the in-order stages after it.
+      if (!node.sequencer() && ordered_after(tails[i])) {
+        throw std::invalid_argument(
+            "stage '" + node.name() +
+            "': the serial_in_order stage after it needs the order of one stream, and a merge "
+            "has none: make the stage at the merge serial_in_order, which numbers the merged "
+            "stream as it arrives");
+      }
+      continue;
+    }
     ordered_in[i] =
         node.mode() == Mode::serial_in_order || (!node.sequencer() && ordered_after(tails[i]));
     if (ordered_in[i] && node.mode() != Mode::serial_in_order &&
@@ -355,7 +393,27 @@ void Pipeline::start() {
 
   std::vector<detail::Wiring> wirings(count);
   runtime->edges.resize(count);
+  runtime->out_edges.assign(count, nullptr);
   runtime->input_offsets.assign(count, 0);
+  // A merge's edge: the workers of all its inputs, one input after another, are its producers.
+  for (std::size_t m = 0; m < count; ++m) {
+    if (parents_[m].size() < 2) continue;
+    std::size_t producers = 0;
+    for (const std::size_t parent : parents_[m]) {
+      wirings[parent].output_offset = producers;
+      producers += nodes_[parent]->workers();
+    }
+    const StageOptions& options = nodes_[m]->options();
+    const std::size_t owner = parents_[m].front();
+    runtime->edges[owner] = nodes_[owner]->make_output_edge(
+        producers, std::vector<std::size_t>(nodes_[m]->workers(), options.channel.capacity()));
+    for (const std::size_t parent : parents_[m]) {
+      runtime->out_edges[parent] = runtime->edges[owner].get();
+      wirings[parent].output_dispatch = &options.dispatch;
+      wirings[parent].output_batch = options.batch;
+    }
+    wirings[m].input_in_order = false;
+  }
   for (std::size_t i = 0; i < count; ++i) {
     // The tagging of the edge out of the group, for every port of the group.
     const std::size_t tail = tails[i];
@@ -364,7 +422,7 @@ void Pipeline::start() {
                                   : numbers[tail]      ? detail::Tagging::sequencer
                                                        : detail::Tagging::forward;
     }
-    if (next_[i].empty() || fused_next(i)) continue;
+    if (next_[i].empty() || fused_next(i) || runtime->out_edges[i] != nullptr) continue;
     // The consumers: the workers of each next node, one node after another.
     std::vector<std::size_t> capacities;
     std::vector<std::size_t> starts;
@@ -383,7 +441,8 @@ void Pipeline::start() {
                                     "stage after it)");
       }
     }
-    runtime->edges[i] = nodes_[i]->make_output_edge(capacities);
+    runtime->edges[i] = nodes_[i]->make_output_edge(nodes_[i]->workers(), capacities);
+    runtime->out_edges[i] = runtime->edges[i].get();
     if (next_[i].size() == 1 && routes_[i].empty()) {
       wirings[i].output_dispatch = &nodes_[next_[i].front()]->options().dispatch;
     } else {
@@ -411,12 +470,17 @@ void Pipeline::start() {
   // A fused in-order stage gets its items in order from its group, and needs neither.
   std::vector<std::uint64_t> windows(count, 0);  // per sequencer
   std::vector<std::size_t> sequencer_of(count, 0);
+  // A source and a stage at a merge read no numbered edge.
+  auto reads_in_order = [&](std::size_t k) {
+    return nodes_[k]->mode() == Mode::serial_in_order && !fused(k) && parents_[k].size() == 1;
+  };
   for (std::size_t k = 1; k < count; ++k) {
-    if (nodes_[k]->mode() != Mode::serial_in_order || fused(k)) continue;
+    if (!reads_in_order(k)) continue;
     std::uint64_t window = 1;
     std::size_t m = k;
     for (;;) {
-      const std::size_t parent = parent_[m];
+      // Up to the sequencer, through nodes of one parent (a merge is one only if it numbers).
+      const std::size_t parent = parents_[m].front();
       const StageOptions& options = nodes_[m]->options();
       if (!fused(m)) {
         window += nodes_[parent]->workers() * nodes_[m]->workers() * options.channel.capacity() *
@@ -427,13 +491,13 @@ void Pipeline::start() {
       if (nodes_[parent]->sequencer()) break;
       m = parent;
     }
-    const std::size_t j = parent_[m];
+    const std::size_t j = parents_[m].front();
     sequencer_of[k] = j;
     windows[j] = std::max(windows[j], std::clamp<std::uint64_t>(window, 2, detail::max_window));
   }
   std::vector<detail::WindowGate*> leaders(count, nullptr);
   for (std::size_t k = 1; k < count; ++k) {
-    if (nodes_[k]->mode() != Mode::serial_in_order || fused(k)) continue;
+    if (!reads_in_order(k)) continue;
     const std::size_t j = sequencer_of[k];
     if (leaders[j] == nullptr) {
       // The sequencer's group numbers at its end, on its first node's worker.
@@ -459,14 +523,14 @@ void Pipeline::start() {
     wiring.control = &control_;
     wiring.io = runtime->io.get();
     wiring.own = runtime->bells_of(i);
-    if (i > 0 && !fused(i)) {
-      wiring.upstream = runtime->bells_of(parent_[i]);
-      wiring.input = runtime->edges[parent_[i]].get();
+    if (!parents_[i].empty() && !fused(i)) {
+      wiring.upstream = runtime->bells_of(parents_[i]);
+      wiring.input = runtime->out_edges[parents_[i].front()];
       wiring.input_offset = runtime->input_offsets[i];
     }
     if (!next_[i].empty() && !fused_next(i)) {
       wiring.downstream = runtime->bells_of(next_[i]);
-      wiring.output = runtime->edges[i].get();
+      wiring.output = runtime->out_edges[i];
     }
     // A group's workers owe wake-ups to the consumers of the edge out of the group.
     if (!fused(i) && !next_[tails[i]].empty()) {
@@ -607,8 +671,8 @@ PipelineStats Pipeline::stats() const {
       stage.workers = node.workers();
       for (std::size_t w = 0; w < node.workers(); ++w)
         detail::add_to(stage, node.counters(w));
-      if (i > 0 && !node.fused()) {
-        const detail::EdgeBase& input = *runtime_->edges[parent_[i]];
+      if (!parents_[i].empty() && !node.fused()) {
+        const detail::EdgeBase& input = *runtime_->out_edges[parents_[i].front()];
         const std::size_t first = runtime_->input_offsets[i];
         stage.channel_depth = input.depth(first, node.workers());
         stage.channel_capacity = input.capacity(first, node.workers());

@@ -1,7 +1,7 @@
-// Tees and routes of every shape, pushed hard: topologies {after the source, after a parallel
-// stage, three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x
-// batching {off, on}. Every branch counts and fingerprints what it gets, in-order branches check
-// the order, and a watchdog turns a hang into a failure.
+// Tees, routes and merges of every shape, pushed hard: topologies {after the source, after a
+// parallel stage, three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue
+// 64} x batching {off, on}. Every branch counts and fingerprints what it gets, in-order branches
+// check the order, and a watchdog turns a hang into a failure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 
 #include "conveyor/framework/chain.hpp"
 #include "conveyor/framework/emit.hpp"
+#include "conveyor/framework/merge.hpp"
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/route.hpp"
 #include "conveyor/framework/stage.hpp"
@@ -52,7 +53,7 @@ Channel channel_of(ChannelKind kind) {
   return Channel::mailbox();
 }
 
-// 108 shapes share the stress budget: a four-hundredth of it each (5,000 items in optimised
+// 162 shapes share the stress budget: a four-hundredth of it each (5,000 items in optimised
 // builds).
 std::uint64_t items_per_shape() {
   return std::max<std::uint64_t>(5'000, conveyor::testing::stress_items() / 400);
@@ -211,6 +212,75 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
   EXPECT_EQ(rest.wrong, 0U);
   EXPECT_EQ(rest.next, want_rest.size());
   EXPECT_EQ(ones.get(), want_ones);
+}
+
+// The same shapes with a merge: two sources (after_source), a source through a parallel stage and
+// a source into a serial_in_order stage whose order the in-order sink must keep (after_parallel),
+// or three inputs, one of them filtered (three_with_gaps).
+TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  const auto [topology, workers, channel, batching] = GetParam();
+  const std::uint64_t count = items_per_shape();
+  const StageOptions parallel{.mode = Mode::parallel,
+                              .workers = workers,
+                              .channel = channel_of(channel),
+                              .batch = batching ? std::size_t{16} : std::size_t{1}};
+  StageOptions in_order = parallel;
+  in_order.mode = Mode::serial_in_order;
+  auto pass = [](std::uint64_t x) { return x; };
+  auto from = [](std::uint64_t first, std::uint64_t n) {
+    return [next = first, end = first + n]() mutable -> std::optional<std::uint64_t> {
+      if (next == end) return std::nullopt;
+      return next++;
+    };
+  };
+
+  Pipeline p;
+  SharedTally tally;
+  Tally expected = expected_tally(count);
+  std::vector<std::uint64_t> at_merge;
+  std::vector<std::uint64_t> at_end;
+  if (topology == Topology::after_source) {
+    conveyor::merge(p.source(from(0, count / 2)), p.source(from(count / 2, count - count / 2))) |
+        sink([&](std::uint64_t x) { tally.add(x); }, parallel);
+  } else if (topology == Topology::after_parallel) {
+    conveyor::merge(p.source(from(0, count / 2)) | stage(pass, parallel),
+                    p.source(from(count / 2, count - count / 2))) |
+        stage(
+            [&](std::uint64_t x) {
+              at_merge.push_back(x);
+              return x;
+            },
+            in_order) |
+        stage(pass, parallel) | sink([&](std::uint64_t x) { at_end.push_back(x); }, in_order);
+  } else {
+    // The third input drops its odd numbers.
+    expected = Tally{};
+    for (std::uint64_t x = 0; x < 2 * count; ++x) {
+      if (x < count || x % 2 == 0) expected.add(x);
+    }
+    conveyor::merge(
+        p.source(from(0, count / 2)),
+        p.source(from(count / 2, count - count / 2)) | stage(pass, parallel),
+        p.source(from(count, count)) | stage(
+                                           [](std::uint64_t x) -> std::optional<std::uint64_t> {
+                                             if (x % 2 != 0) return std::nullopt;
+                                             return x;
+                                           },
+                                           parallel)) |
+        stage(pass, parallel) | sink([&](std::uint64_t x) { tally.add(x); }, parallel);
+  }
+  p.run();
+
+  if (topology == Topology::after_parallel) {
+    EXPECT_EQ(at_end, at_merge);
+    Tally got;
+    for (const std::uint64_t x : at_end)
+      got.add(x);
+    EXPECT_EQ(got, expected);
+  } else {
+    EXPECT_EQ(tally.get(), expected);
+  }
 }
 
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {

@@ -415,7 +415,15 @@ TEST(PipelineTest, AChainCannotBranch) {
   auto first = flow | stage([](std::uint64_t x) { return x; });
   (void)first;
   EXPECT_THROW(flow | stage([](std::uint64_t x) { return x; }), std::logic_error);
-  EXPECT_THROW((void)p.source(count_to(1)), std::logic_error);
+}
+
+// A second source is for a merge (merge.hpp): on its own it leaves the pipeline unfinished.
+TEST(PipelineTest, ASecondSourceMustJoinTheChain) {
+  Pipeline p;
+  p.source(count_to(1)) | sink([](std::uint64_t) {});
+  auto second = p.source(count_to(1));
+  (void)second;
+  EXPECT_THROW(p.start(), std::logic_error);
 }
 
 TEST(PipelineTest, APipelineRunsOnce) {

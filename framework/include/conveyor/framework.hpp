@@ -5,6 +5,7 @@
 #include "conveyor/framework/ack.hpp"
 #include "conveyor/framework/chain.hpp"
 #include "conveyor/framework/emit.hpp"
+#include "conveyor/framework/merge.hpp"
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/options.hpp"
 #include "conveyor/framework/pipeline.hpp"

@@ -76,6 +76,9 @@ class Flow {
 
   Pipeline* pipeline_;
   std::size_t node_;
+  // A merge (merge.hpp): the nodes whose items the next node takes, all of them (node_ is the
+  // first); empty otherwise.
+  std::vector<std::size_t> merged_;
 };
 
 // What `flow | sink(...)` returns: the chain is complete.
@@ -114,13 +117,10 @@ class Pipeline {
                     "(for a generic lambda, name T: p.source<T>(f))");
       return Flow<Output>(*this, 0);
     } else {
-      if (!nodes_.empty()) {
-        throw std::logic_error("conveyor: a pipeline has one source");
-      }
       append(std::make_unique<detail::SourceNode<Output, Code>>(std::forward<F>(code),
                                                                 std::move(options)),
-             no_node);
-      return Flow<Output>(*this, 0);
+             {});
+      return Flow<Output>(*this, nodes_.size() - 1);
     }
   }
 
@@ -140,21 +140,34 @@ class Pipeline {
   // The same with a node already made (an asynchronous one, say).
   template <class Out, class In>
   [[nodiscard]] Flow<Out> then_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
-    check_continues(from.node_);
-    append(std::move(node), from.node_);
+    append(std::move(node), parents_of(from));
     return Flow<Out>(*this, nodes_.size() - 1);
   }
 
   template <class In>
   Completed finish_node(const Flow<In>& from, std::unique_ptr<detail::NodeBase> node) {
-    check_continues(from.node_);
-    append(std::move(node), from.node_);
+    append(std::move(node), parents_of(from));
     return Completed(*this);
+  }
+
+  // Flows whose items the next stage takes together (merge.hpp): all of this pipeline, and none
+  // continued yet.
+  template <class T, class... More>
+  [[nodiscard]] Flow<T> merged(const Flow<T>& first, const More&... more) {
+    Flow<T> flow(*this, first.node_);
+    flow.merged_ = {first.node_, more.node_...};
+    if (first.pipeline_ != this || ((more.pipeline_ != this) || ...)) {
+      throw std::logic_error("conveyor: a merge joins flows of one pipeline");
+    }
+    for (const std::size_t node : flow.merged_)
+      check_continues(node);
+    return flow;
   }
 
   // Lets several chains continue from `at`, each getting every item (tee.hpp).
   template <class T>
   void branch_at(const Flow<T>& at) {
+    check_not_merged(at.merged_);
     fan_out(at.node_);
   }
 
@@ -162,9 +175,11 @@ class Pipeline {
   // matches (predicates[b] for the b-th chain added), or else to the one added last (route.hpp).
   // A predicate takes a pointer to a T.
   template <class T>
-  void route_at(const Flow<T>& at, std::vector<std::function<bool(const void*)>> predicates) {
+  void route_at(const Flow<T>& at,
+                const std::vector<std::function<bool(const void*)>>& predicates) {
+    check_not_merged(at.merged_);
     fan_out(at.node_);
-    routes_[at.node_] = std::move(predicates);
+    routes_[at.node_] = predicates;
   }
 
   void run() {
@@ -194,10 +209,18 @@ class Pipeline {
   }
 
  private:
-  static constexpr std::size_t no_node = static_cast<std::size_t>(-1);
-
-  void append(std::unique_ptr<detail::NodeBase> node, std::size_t parent);
+  // The nodes a node after `from` takes its items from, each checked to be continuable.
+  template <class T>
+  std::vector<std::size_t> parents_of(const Flow<T>& from) const {
+    std::vector<std::size_t> parents =
+        from.merged_.empty() ? std::vector<std::size_t>{from.node_} : from.merged_;
+    for (const std::size_t parent : parents)
+      check_continues(parent);
+    return parents;
+  }
+  void append(std::unique_ptr<detail::NodeBase> node, std::vector<std::size_t> parents);
   void check_continues(std::size_t node) const;
+  static void check_not_merged(const std::vector<std::size_t>& merged);
   void fan_out(std::size_t node);
   void plan();  // validates the chain and sizes the workers
   void fuse();  // decides which stages run on the workers of the stage before them
@@ -206,9 +229,10 @@ class Pipeline {
 
   PipelineOptions options_;
   std::vector<std::unique_ptr<detail::NodeBase>> nodes_;
-  // Per node: the node it takes its items from (no_node for the source), whether several chains
-  // continue from it (a tee), and the nodes that take its items, in the order they were added.
-  std::vector<std::size_t> parent_;
+  // Per node: the nodes it takes its items from (none for a source, several after a merge),
+  // whether several chains continue from it (a tee), and the nodes that take its items, in the
+  // order they were added.
+  std::vector<std::vector<std::size_t>> parents_;
   std::vector<bool> fans_out_;
   std::vector<std::vector<std::size_t>> next_;
   // Per node: a route's predicates, one per branch but the last (empty if the node is no route).

@@ -120,7 +120,8 @@ bool consume_async(const NodeBase& node, const Wiring& wiring, WorkerContext& co
         [&](std::uint64_t launch) { workers.spawn(worker, std::move(item), tag, launch); });
   };
   bool completed = false;
-  if (in_order) {
+  // At a merge the input has no common order: the items are launched as they arrive.
+  if (in_order && wiring.input_in_order) {
     ReorderBuffer<In> reorder(wiring.reorder_window);
     completed = consume_in_order(
         engine, context, reorder, wiring.input_gate,
@@ -153,8 +154,8 @@ class AsyncStageNode final : public ConsumerNode<In, F> {
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      const std::vector<std::size_t>& lane_capacities) const override {
-    return this->template edge_for<Out>(lane_capacities);
+      std::size_t producers, const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(producers, lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -201,6 +202,7 @@ class AsyncSinkNode final : public ConsumerNode<In, F> {
   [[nodiscard]] bool asynchronous() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      std::size_t /*producers*/,
       const std::vector<std::size_t>& /*lane_capacities*/) const override {
     return nullptr;
   }

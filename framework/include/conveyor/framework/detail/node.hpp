@@ -53,6 +53,12 @@ struct Wiring {
   // branch's first node).
   std::size_t input_offset = 0;
   EdgeBase* output = nullptr;
+  // This node's first worker among the output edge's producers (before a merge, those of every
+  // input, one after another).
+  std::size_t output_offset = 0;
+  // Whether a serial_in_order node reads its input in order: not at a merge, whose inputs have no
+  // common order (it then numbers what it emits as it arrives).
+  bool input_in_order = true;
   // The edge to the next node, as the next node's options describe it (after a tee: the tee's).
   const Dispatch* output_dispatch = nullptr;
   std::size_t output_batch = 1;
@@ -124,12 +130,12 @@ std::unique_ptr<OutPort<Out>> output_port(WorkerContext& context, const Wiring& 
         wiring.output_tagging);
   }
   auto& output = static_cast<Edge<Out>&>(*wiring.output);
-  return make_out_port<Out, Forwarding>(context, counters,
-                                        output.producer_side(worker, wiring.downstream),
-                                        {.dispatch = wiring.output_dispatch,
-                                         .batch = wiring.output_batch,
-                                         .tagging = wiring.output_tagging,
-                                         .gate = wiring.output_gate});
+  return make_out_port<Out, Forwarding>(
+      context, counters, output.producer_side(wiring.output_offset + worker, wiring.downstream),
+      {.dispatch = wiring.output_dispatch,
+       .batch = wiring.output_batch,
+       .tagging = wiring.output_tagging,
+       .gate = wiring.output_gate});
 }
 
 class NodeBase {
@@ -178,18 +184,18 @@ class NodeBase {
   [[nodiscard]] std::size_t in_flight() const noexcept {
     return asynchronous() ? options_.in_flight : 1;
   }
-  // The edge from this node's workers to the workers of the nodes after it: one lane capacity per
-  // consumer worker.
+  // The edge from `producers` workers (this node's, or a merge's inputs') to the workers of the
+  // nodes after it: one lane capacity per consumer worker.
   [[nodiscard]] virtual std::unique_ptr<EdgeBase> make_output_edge(
-      const std::vector<std::size_t>& lane_capacities) const = 0;
+      std::size_t producers, const std::vector<std::size_t>& lane_capacities) const = 0;
   [[nodiscard]] virtual std::unique_ptr<Instance> instantiate(const Wiring& wiring) = 0;
 
  protected:
   // For a node that emits Out.
   template <class Out>
-  [[nodiscard]] std::unique_ptr<EdgeBase> edge_for(
-      const std::vector<std::size_t>& lane_capacities) const {
-    return std::make_unique<Edge<Out>>(workers_, lane_capacities);
+  [[nodiscard]] static std::unique_ptr<EdgeBase> edge_for(
+      std::size_t producers, const std::vector<std::size_t>& lane_capacities) {
+    return std::make_unique<Edge<Out>>(producers, lane_capacities);
   }
 
  private:
@@ -237,8 +243,8 @@ class SourceNode final : public NodeBase {
   [[nodiscard]] bool input_copyable() const noexcept override { return true; }
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      const std::vector<std::size_t>& lane_capacities) const override {
-    return this->template edge_for<Out>(lane_capacities);
+      std::size_t producers, const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(producers, lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -319,8 +325,8 @@ class StageNode final : public ConsumerNode<In, F> {
       : ConsumerNode<In, F>(Role::stage, std::move(f), std::move(options)) {}
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
-      const std::vector<std::size_t>& lane_capacities) const override {
-    return this->template edge_for<Out>(lane_capacities);
+      std::size_t producers, const std::vector<std::size_t>& lane_capacities) const override {
+    return this->template edge_for<Out>(producers, lane_capacities);
   }
 
   [[nodiscard]] std::unique_ptr<Instance> instantiate(const Wiring& wiring) override {
@@ -406,7 +412,7 @@ class StageNode final : public ConsumerNode<In, F> {
       StageBody<F, In, Out> body(std::move(code_[worker]));
       auto flush_batches = [&] { out.flush(); };
       bool completed = false;
-      if (node().mode() == Mode::serial_in_order) {
+      if (node().mode() == Mode::serial_in_order && wiring.input_in_order) {
         ReorderBuffer<In> reorder(wiring.reorder_window);
         completed = consume_in_order(
             in, context, reorder, wiring.input_gate,
@@ -500,6 +506,7 @@ class SinkNode final : public ConsumerNode<In, F> {
       : ConsumerNode<In, F>(Role::sink, std::move(f), std::move(options)) {}
 
   [[nodiscard]] std::unique_ptr<EdgeBase> make_output_edge(
+      std::size_t /*producers*/,
       const std::vector<std::size_t>& /*lane_capacities*/) const override {
     return nullptr;
   }
@@ -567,7 +574,7 @@ class SinkNode final : public ConsumerNode<In, F> {
         body.process(std::move(item));
       };
       bool completed = false;
-      if (node().mode() == Mode::serial_in_order) {
+      if (node().mode() == Mode::serial_in_order && wiring.input_in_order) {
         ReorderBuffer<In> reorder(wiring.reorder_window);
         completed = consume_in_order(in, context, reorder, wiring.input_gate, consume, [] {});
       } else {
