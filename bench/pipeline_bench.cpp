@@ -145,6 +145,40 @@ void conveyor_pipeline(benchmark::State& state, std::uint64_t items, std::size_t
   finish(state, items, sum, expected, seconds);
 }
 
+// Numbers in [first, end), as a pulled source.
+auto numbers_from(std::uint64_t first, std::uint64_t end) {
+  return [next = first, end]() mutable -> std::optional<std::uint64_t> {
+    if (next == end) return std::nullopt;
+    return next++;
+  };
+}
+
+// The parallel stage of two workers every pipeline row has, after `input`.
+template <std::uint64_t (*Work)(std::uint64_t)>
+Flow<std::uint64_t> working_stage(const Flow<std::uint64_t>& input, std::size_t batch,
+                                  std::size_t capacity) {
+  return input |
+         stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
+                                                         .workers = 2,
+                                                         .channel = Channel::queue(capacity),
+                                                         .batch = batch});
+}
+
+// Runs a pipeline per iteration, as `build(pipeline)` makes it, and returns the seconds they took
+// in all.
+template <class Build>
+double time_pipelines(benchmark::State& state, Executor executor, Build&& build) {
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    Pipeline p({.name = "bench", .executor = executor});
+    build(p);
+    p.run();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  return seconds;
+}
+
 // The same work with a tee before two sinks: the in-order sink sums, and a second, unordered sink
 // sums a copy of every item as well.
 template <std::uint64_t (*Work)(std::uint64_t), Run where = Run::threads>
@@ -153,30 +187,19 @@ void conveyor_tee_pipeline(benchmark::State& state, std::uint64_t items, std::si
   const std::uint64_t expected = expected_sum(items, Work);
   std::uint64_t sum = 0;
   std::uint64_t copies = 0;
-  double seconds = 0;
-  for (auto _ : state) {
-    sum = 0;
-    copies = 0;
-    const auto start = std::chrono::steady_clock::now();
-    Pipeline p({.name = "bench"});
-    p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
-      if (next == items) return std::nullopt;
-      return next++;
-    }) |
-        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
-                                                        .workers = 2,
-                                                        .channel = Channel::queue(capacity),
-                                                        .batch = batch}) |
-        conveyor::tee(conveyor::chain<std::uint64_t>() | sink([&sum](std::uint64_t x) { sum += x; },
-                                                              {.mode = Mode::serial_in_order,
-                                                               .channel = Channel::queue(capacity),
-                                                               .batch = batch}),
-                      conveyor::chain<std::uint64_t>() |
-                          sink([&copies](std::uint64_t x) { copies += x; },
-                               {.channel = Channel::queue(capacity), .batch = batch}));
-    p.run();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  const StageOptions sink_options{.channel = Channel::queue(capacity), .batch = batch};
+  StageOptions in_order = sink_options;
+  in_order.mode = Mode::serial_in_order;
+  const double seconds = time_pipelines(
+      state, where == Run::arena ? Executor::tbb(2) : Executor::threads(), [&](Pipeline& p) {
+        sum = 0;
+        copies = 0;
+        working_stage<Work>(p.source(numbers_from(0, items)), batch, capacity) |
+            conveyor::tee(conveyor::chain<std::uint64_t>() |
+                              sink([&sum](std::uint64_t x) { sum += x; }, in_order),
+                          conveyor::chain<std::uint64_t>() |
+                              sink([&copies](std::uint64_t x) { copies += x; }, sink_options));
+      });
   if (copies != expected) {
     state.SkipWithError("the second branch's sum is wrong");
     return;
@@ -192,40 +215,20 @@ void conveyor_route_pipeline(benchmark::State& state, std::uint64_t items, std::
   const std::uint64_t expected = expected_sum(items, Work);
   std::uint64_t evens = 0;
   std::uint64_t odds = 0;
-  double seconds = 0;
-  for (auto _ : state) {
+  const StageOptions in_order{
+      .mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch};
+  const double seconds = time_pipelines(state, Executor::threads(), [&](Pipeline& p) {
     evens = 0;
     odds = 0;
-    const auto start = std::chrono::steady_clock::now();
-    Pipeline p({.name = "bench"});
-    const StageOptions sink_options{
-        .mode = Mode::serial_in_order, .channel = Channel::queue(capacity), .batch = batch};
-    p.source([next = std::uint64_t{0}, items]() mutable -> std::optional<std::uint64_t> {
-      if (next == items) return std::nullopt;
-      return next++;
-    }) |
-        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
-                                                        .workers = 2,
-                                                        .channel = Channel::queue(capacity),
-                                                        .batch = batch}) |
+    working_stage<Work>(p.source(numbers_from(0, items)), batch, capacity) |
         conveyor::route(
             conveyor::when([](std::uint64_t y) { return y % 4 == 1; },
                            conveyor::chain<std::uint64_t>() |
-                               sink([&evens](std::uint64_t x) { evens += x; }, sink_options)),
+                               sink([&evens](std::uint64_t x) { evens += x; }, in_order)),
             conveyor::otherwise(conveyor::chain<std::uint64_t>() |
-                                sink([&odds](std::uint64_t x) { odds += x; }, sink_options)));
-    p.run();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+                                sink([&odds](std::uint64_t x) { odds += x; }, in_order)));
+  });
   finish(state, items, evens + odds, expected, seconds);
-}
-
-// Numbers in [first, end), as a pulled source.
-auto numbers_from(std::uint64_t first, std::uint64_t end) {
-  return [next = first, end]() mutable -> std::optional<std::uint64_t> {
-    if (next == end) return std::nullopt;
-    return next++;
-  };
 }
 
 // The same work from one source or from two merged (each half of the items), into the parallel
@@ -235,24 +238,16 @@ void conveyor_merge_pipeline(benchmark::State& state, std::uint64_t items, std::
                              std::size_t capacity) {
   const std::uint64_t expected = expected_sum(items, Work);
   std::uint64_t sum = 0;
-  double seconds = 0;
-  for (auto _ : state) {
+  const double seconds = time_pipelines(state, Executor::threads(), [&](Pipeline& p) {
     sum = 0;
-    const auto start = std::chrono::steady_clock::now();
-    Pipeline p({.name = "bench"});
-    Flow<std::uint64_t> input = merged ? conveyor::merge(p.source(numbers_from(0, items / 2)),
-                                                         p.source(numbers_from(items / 2, items)))
-                                       : p.source(numbers_from(0, items));
-    input |
-        stage([](std::uint64_t x) { return Work(x); }, {.mode = Mode::parallel,
-                                                        .workers = 2,
-                                                        .channel = Channel::queue(capacity),
-                                                        .batch = batch}) |
+    const Flow<std::uint64_t> input =
+        merged ? conveyor::merge(p.source(numbers_from(0, items / 2)),
+                                 p.source(numbers_from(items / 2, items)))
+               : p.source(numbers_from(0, items));
+    working_stage<Work>(input, batch, capacity) |
         sink([&sum](std::uint64_t x) { sum += x; },
              {.channel = Channel::queue(capacity), .batch = batch});
-    p.run();
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
+  });
   finish(state, items, sum, expected, seconds);
 }
 

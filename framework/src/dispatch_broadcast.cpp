@@ -16,10 +16,7 @@ class Broadcast final : public DispatchPolicy {
   bool deliver(OutLanes& port, std::size_t /*lane*/, LanePush push) const override {
     const std::size_t last = port.lane_count() - 1;
     for (std::size_t lane = 0; lane <= last; ++lane) {
-      while (!push(lane, lane != last)) {
-        if (!port.wait_for_room(lane)) return false;
-      }
-      port.pushed(lane);
+      if (!port.push_waiting(lane, lane != last, push)) return false;
     }
     return true;
   }

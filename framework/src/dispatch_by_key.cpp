@@ -28,11 +28,7 @@ class Keyed final : public DispatchPolicy {
   }
 
   bool deliver(OutLanes& port, std::size_t lane, LanePush push) const override {
-    while (!push(lane, false)) {
-      if (!port.wait_for_room(lane)) return false;
-    }
-    port.pushed(lane);
-    return true;
+    return port.push_waiting(lane, false, push);
   }
 
  private:

@@ -43,11 +43,7 @@ class Route final : public DispatchPolicy {
   }
 
   bool deliver(OutLanes& port, std::size_t lane, LanePush push) const override {
-    while (!push(lane, false)) {
-      if (!port.wait_for_room(lane)) return false;
-    }
-    port.pushed(lane);
-    return true;
+    return port.push_waiting(lane, false, push);
   }
 
  private:

@@ -20,18 +20,18 @@
 #include "conveyor/framework/tee.hpp"
 #include "pipeline_support.hpp"
 #include "stress.hpp"
+#include "stress_shapes.hpp"
 #include "watchdog.hpp"
 
 namespace {
 
-using conveyor::Channel;
 using conveyor::Flow;
 using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
-using conveyor::StageOptions;
 using conveyor::tee;
+using conveyor::testing::ChannelKind;
 using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
@@ -39,19 +39,6 @@ using conveyor::testing::Tally;
 using conveyor::testing::Watchdog;
 
 enum class Topology { after_source, after_parallel, three_with_gaps };
-enum class ChannelKind { mailbox, queue1, queue64 };
-
-Channel channel_of(ChannelKind kind) {
-  switch (kind) {
-    case ChannelKind::mailbox:
-      return Channel::mailbox();
-    case ChannelKind::queue1:
-      return Channel::queue(1);
-    case ChannelKind::queue64:
-      return Channel::queue(64);
-  }
-  return Channel::mailbox();
-}
 
 // 162 shapes share the stress budget: a four-hundredth of it each (5,000 items in optimised
 // builds).
@@ -80,12 +67,10 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
   Watchdog watchdog(std::chrono::seconds(120));
   const auto [topology, workers, channel, batching] = GetParam();
   const std::uint64_t count = items_per_shape();
-  const StageOptions parallel{.mode = Mode::parallel,
-                              .workers = workers,
-                              .channel = channel_of(channel),
-                              .batch = batching ? std::size_t{16} : std::size_t{1}};
-  StageOptions in_order = parallel;
-  in_order.mode = Mode::serial_in_order;
+  const conveyor::testing::ShapeOptions shape =
+      conveyor::testing::shape_options(workers, channel, batching);
+  const conveyor::StageOptions& parallel = shape.parallel;
+  const conveyor::StageOptions& in_order = shape.in_order;
   auto pass = [](std::uint64_t x) { return x; };
 
   Pipeline p;
@@ -137,12 +122,10 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
   Watchdog watchdog(std::chrono::seconds(120));
   const auto [topology, workers, channel, batching] = GetParam();
   const std::uint64_t count = items_per_shape();
-  const StageOptions parallel{.mode = Mode::parallel,
-                              .workers = workers,
-                              .channel = channel_of(channel),
-                              .batch = batching ? std::size_t{16} : std::size_t{1}};
-  StageOptions in_order = parallel;
-  in_order.mode = Mode::serial_in_order;
+  const conveyor::testing::ShapeOptions shape =
+      conveyor::testing::shape_options(workers, channel, batching);
+  const conveyor::StageOptions& parallel = shape.parallel;
+  const conveyor::StageOptions& in_order = shape.in_order;
   auto pass = [](std::uint64_t x) { return x; };
 
   // What reaches the route, in order.
@@ -221,12 +204,10 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
   Watchdog watchdog(std::chrono::seconds(120));
   const auto [topology, workers, channel, batching] = GetParam();
   const std::uint64_t count = items_per_shape();
-  const StageOptions parallel{.mode = Mode::parallel,
-                              .workers = workers,
-                              .channel = channel_of(channel),
-                              .batch = batching ? std::size_t{16} : std::size_t{1}};
-  StageOptions in_order = parallel;
-  in_order.mode = Mode::serial_in_order;
+  const conveyor::testing::ShapeOptions shape =
+      conveyor::testing::shape_options(workers, channel, batching);
+  const conveyor::StageOptions& parallel = shape.parallel;
+  const conveyor::StageOptions& in_order = shape.in_order;
   auto pass = [](std::uint64_t x) { return x; };
   auto from = [](std::uint64_t first, std::uint64_t n) {
     return [next = first, end = first + n]() mutable -> std::optional<std::uint64_t> {
@@ -286,9 +267,9 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   const auto [topology, workers, channel, batching] = info.param;
   const char* topologies[] = {"after_source", "after_parallel", "three_with_gaps"};
-  const char* channels[] = {"mailbox", "queue1", "queue64"};
   return std::string(topologies[static_cast<int>(topology)]) + "_" + std::to_string(workers) +
-         "workers_" + channels[static_cast<int>(channel)] + (batching ? "_batched" : "_single");
+         "workers_" + conveyor::testing::channel_name(channel) +
+         (batching ? "_batched" : "_single");
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -13,6 +13,7 @@
 #include "conveyor/framework/stage.hpp"
 #include "pipeline_support.hpp"
 #include "stress.hpp"
+#include "stress_shapes.hpp"
 #include "task_suspension.hpp"
 #include "watchdog.hpp"
 
@@ -34,19 +35,8 @@ using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
 using conveyor::testing::Watchdog;
 
-enum class ChannelKind { mailbox, queue1, queue64 };
-
-Channel channel_of(ChannelKind kind) {
-  switch (kind) {
-    case ChannelKind::mailbox:
-      return Channel::mailbox();
-    case ChannelKind::queue1:
-      return Channel::queue(1);
-    case ChannelKind::queue64:
-      return Channel::queue(64);
-  }
-  return Channel::mailbox();
-}
+using conveyor::testing::channel_of;
+using conveyor::testing::ChannelKind;
 
 // 108 shapes share the stress budget: a hundredth of it each (100,000 items in optimised builds).
 std::uint64_t items_per_shape() {
@@ -126,9 +116,8 @@ TEST_P(PipelineStress, ParallelSinkSeesEveryItemOnce) {
 
 std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
   const auto [stages, workers, channel, batching] = info.param;
-  const char* channels[] = {"mailbox", "queue1", "queue64"};
   return std::to_string(stages) + "stages_" + std::to_string(workers) + "workers_" +
-         channels[static_cast<int>(channel)] + (batching ? "_batched" : "_single");
+         conveyor::testing::channel_name(channel) + (batching ? "_batched" : "_single");
 }
 
 INSTANTIATE_TEST_SUITE_P(Matrix, PipelineStress,

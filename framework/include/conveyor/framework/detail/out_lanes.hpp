@@ -65,6 +65,16 @@ class OutLanes {
         WaitReason::space, [this, lane] { return rings_[lane]->free_slots() > 0; }, [] {},
         counters_.blocked_push_ticks);
   }
+  // Pushes with `push` into `lane`, waiting while it is full, and wakes its consumer; false on
+  // cancellation. (`Push`: a LanePush, or anything called as push(lane, copy).)
+  template <class Push>
+  bool push_waiting(std::size_t lane, bool copy, Push&& push) {
+    while (!push(lane, copy)) {
+      if (!wait_for_room(lane)) return false;
+    }
+    pushed(lane);
+    return true;
+  }
 
   // Dispatch::least_loaded: the lane with a free slot that holds the fewest parcels (lane_count()
   // if every lane is full), and the wait for one.
