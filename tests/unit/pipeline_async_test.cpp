@@ -1,7 +1,7 @@
 // Asynchronous stages and sinks (<conveyor/framework/async.hpp>): order restored after random
 // await delays, at most in_flight items per worker, a throw or an abort that leaves no coroutine
-// frame behind, request_stop with operations pending, filters, in-order asynchronous stages, the
-// oneTBB executor, and the options' checks.
+// frame behind, request_stop with operations pending, filters, in-order asynchronous stages (also
+// at a merge), the oneTBB executor, and the options' checks.
 #include "conveyor/framework/async.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "conveyor/framework/merge.hpp"
 #include "pipeline_support.hpp"
 #include "task_suspension.hpp"
 #include "watchdog.hpp"
@@ -172,6 +173,42 @@ TEST(PipelineAsyncTest, InOrderAsyncStageEmitsInLaunchOrder) {
   ASSERT_EQ(seen.size(), 3'000U);
   for (std::uint64_t i = 0; i < 3'000; ++i)
     ASSERT_EQ(seen[i], i + 1) << "at " << i;
+}
+
+// At a merge, an in-order asynchronous stage launches items as they arrive and emits in launch
+// order: each source's items reach the in-order sink after it in that source's order.
+TEST(PipelineAsyncTest, InOrderAsyncStageAtAMergeKeepsEachInputsOrder) {
+  Watchdog watchdog;
+  std::vector<std::uint64_t> seen;
+  Pipeline p({.io_threads = 2});
+  auto evens = p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    if (next >= 4'000) return std::nullopt;
+    next += 2;
+    return next - 2;
+  });
+  auto odds = p.source([next = std::uint64_t{1}]() mutable -> std::optional<std::uint64_t> {
+    if (next >= 4'000) return std::nullopt;
+    next += 2;
+    return next - 2;
+  });
+  conveyor::merge(evens, odds) |
+      stage(
+          [](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
+            co_await pause(delay_of(x));
+            co_return x;
+          },
+          {.mode = Mode::serial_in_order, .in_flight = 20}) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      sink([&](std::uint64_t x) { seen.push_back(x); }, {.mode = Mode::serial_in_order});
+  p.run();
+  ASSERT_EQ(seen.size(), 4'000U);
+  std::uint64_t next_even = 0;
+  std::uint64_t next_odd = 1;
+  for (const std::uint64_t x : seen) {
+    std::uint64_t& next = x % 2 == 0 ? next_even : next_odd;
+    ASSERT_EQ(x, next);
+    next += 2;
+  }
 }
 
 TEST(PipelineAsyncTest, AThrowMidFlightFailsTheRunAndLeavesNoFrame) {

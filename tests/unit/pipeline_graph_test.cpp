@@ -1,0 +1,831 @@
+// Unit tests for graphs: tee (tee.hpp), route (route.hpp) and merge (merge.hpp).
+// - tee: every branch gets every item once, in the source's order where a branch restores it;
+//   every branch ends and flushes once; a throw in any branch fails the whole pipeline;
+//   request_stop and abort reach every branch; the stages before the tee wait for the slowest
+//   branch; each branch's stages have their own statistics.
+// - route: each item goes to the first branch whose predicate it matches, or else to the default
+//   branch, exactly once; each branch that restores order sees its items in the source's order,
+//   also after parallel stages and with batching; items need not be copyable.
+// - merge: a stage at a merge takes every input's items exactly once and ends once every input
+//   has ended; a serial_in_order stage there numbers the merged stream for the in-order stages
+//   after it; a throw in any input cancels the others; request_stop ends every source.
+// Misuse of each is rejected.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <latch>
+#include <memory>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conveyor/framework.hpp"
+#include "conveyor/framework/testing.hpp"
+#include "pipeline_support.hpp"
+#include "task_suspension.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::Chain;
+using conveyor::merge;
+using conveyor::Mode;
+using conveyor::otherwise;
+using conveyor::Pipeline;
+using conveyor::route;
+using conveyor::sink;
+using conveyor::stage;
+using conveyor::tee;
+using conveyor::when;
+using conveyor::testing::count_to;
+using conveyor::testing::expected_tally;
+using conveyor::testing::SharedTally;
+using conveyor::testing::Tally;
+using conveyor::testing::Watchdog;
+
+// --- tee ---
+
+// A sink that keeps what it gets, in arrival order.
+auto collect(std::vector<std::uint64_t>& out) {
+  return conveyor::chain<std::uint64_t>() |
+         sink([&out](std::uint64_t x) { out.push_back(x); },
+              {.name = "collect", .mode = Mode::serial_in_order});
+}
+
+TEST(PipelineTeeTest, EveryBranchGetsEveryItemOnce) {
+  Watchdog watchdog;
+  Pipeline p;
+  SharedTally first;
+  SharedTally second;
+  SharedTally third;
+  p.source(count_to(10'000)) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([&](std::uint64_t x) { first.add(x); },
+                   {.name = "first", .mode = Mode::parallel, .workers = 2}),
+          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { second.add(x); }),
+          conveyor::chain<std::uint64_t>() |
+              sink([&](std::uint64_t x) { third.add(x); },
+                   {.name = "third", .mode = Mode::parallel, .workers = 3}));
+  p.run();
+  EXPECT_EQ(first.get(), expected_tally(10'000));
+  EXPECT_EQ(second.get(), expected_tally(10'000));
+  EXPECT_EQ(third.get(), expected_tally(10'000));
+}
+
+TEST(PipelineTeeTest, EachBranchHasItsOwnTypes) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::vector<std::string> texts;
+  std::uint64_t sum = 0;
+  p.source(count_to(100)) | stage([](std::uint64_t x) { return x * 2; }) |
+      tee(conveyor::chain<std::uint64_t>() |
+              stage([](std::uint64_t x) { return std::to_string(x); }) |
+              sink([&](std::string text) { texts.push_back(std::move(text)); },
+                   {.mode = Mode::serial_in_order}),
+          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { sum += x; }));
+  p.run();
+  ASSERT_EQ(texts.size(), 100U);
+  EXPECT_EQ(texts[0], "0");
+  EXPECT_EQ(texts[99], "198");
+  EXPECT_EQ(sum, 99U * 100U);
+}
+
+// Parallel stages with random delays in each branch, and an in-order sink at the end of each:
+// each branch sees the source's order, whatever the other does.
+TEST(PipelineTeeTest, EachBranchRestoresTheSourceOrderAfterParallelStages) {
+  Watchdog watchdog;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    std::vector<std::uint64_t> first;
+    std::vector<std::uint64_t> second;
+    auto jitter = [](std::uint64_t x) {
+      thread_local std::minstd_rand random(std::random_device{}());
+      if (random() % 64 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(random() % 200));
+      return x;
+    };
+    p.source(count_to(20'000)) |
+        stage(jitter, {.name = "trunk", .mode = Mode::parallel, .workers = 3, .batch = batch}) |
+        tee(conveyor::chain<std::uint64_t>() |
+                stage(jitter, {.name = "a", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+                collect(first),
+            conveyor::chain<std::uint64_t>() |
+                stage(jitter, {.name = "b", .mode = Mode::parallel, .workers = 3}) |
+                stage(jitter, {.name = "b2", .mode = Mode::parallel, .workers = 2}) |
+                collect(second));
+    p.run();
+    ASSERT_EQ(first.size(), 20'000U) << "batch " << batch;
+    ASSERT_EQ(second.size(), 20'000U) << "batch " << batch;
+    for (std::uint64_t i = 0; i < 20'000; ++i) {
+      ASSERT_EQ(first[i], i) << "batch " << batch;
+      ASSERT_EQ(second[i], i) << "batch " << batch;
+    }
+  }
+}
+
+// A sink with a flush hook that counts its calls.
+struct FlushCounter {
+  std::atomic<int>* flushes;
+  std::atomic<std::uint64_t>* items;
+  void process(std::uint64_t) { items->fetch_add(1, std::memory_order_relaxed); }
+  void flush() { flushes->fetch_add(1, std::memory_order_relaxed); }
+};
+
+TEST(PipelineTeeTest, EveryBranchEndsAndFlushesOnce) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<int> flushes_a{0};
+  std::atomic<int> flushes_b{0};
+  std::atomic<std::uint64_t> items_a{0};
+  std::atomic<std::uint64_t> items_b{0};
+  p.source(count_to(1000)) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink(FlushCounter{&flushes_a, &items_a}, {.mode = Mode::parallel, .workers = 3}),
+          conveyor::chain<std::uint64_t>() | sink(FlushCounter{&flushes_b, &items_b}));
+  p.run();
+  EXPECT_EQ(flushes_a.load(), 3);  // once per worker
+  EXPECT_EQ(flushes_b.load(), 1);
+  EXPECT_EQ(items_a.load(), 1000U);
+  EXPECT_EQ(items_b.load(), 1000U);
+}
+
+// Throws from the trunk, from each branch's stage and from each branch's sink: run() rethrows, and
+// no worker is left waiting.
+TEST(PipelineTeeTest, AThrowFromAnyPositionFailsThePipeline) {
+  Watchdog watchdog;
+  for (int position = 0; position < 5; ++position) {
+    Pipeline p;
+    auto maybe_throw = [position](int here) {
+      return [position, here](std::uint64_t x) {
+        if (position == here && x == 500) throw std::runtime_error("boom");
+        return x;
+      };
+    };
+    p.source(count_to(100'000)) | stage(maybe_throw(0), {.mode = Mode::parallel, .workers = 2}) |
+        tee(conveyor::chain<std::uint64_t>() | stage(maybe_throw(1)) |
+                sink([f = maybe_throw(2)](std::uint64_t x) { (void)f(x); },
+                     {.mode = Mode::serial_in_order}),
+            conveyor::chain<std::uint64_t>() |
+                stage(maybe_throw(3), {.mode = Mode::parallel, .workers = 2}) |
+                sink([f = maybe_throw(4)](std::uint64_t x) { (void)f(x); }));
+    EXPECT_THROW(p.run(), std::runtime_error) << "position " << position;
+    EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+  }
+}
+
+// Both branches block in their sinks; request_stop ends the source's stream, and once the sinks
+// go on, each branch gets every item the source emitted.
+TEST(PipelineTeeTest, RequestStopDrainsEveryBranch) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::latch go(1);
+  std::atomic<std::uint64_t> emitted{0};
+  std::atomic<std::uint64_t> first{0};
+  std::atomic<std::uint64_t> second{0};
+  auto blocked = [&](std::atomic<std::uint64_t>& count) {
+    return [&](std::uint64_t) {
+      go.wait();
+      count.fetch_add(1, std::memory_order_relaxed);
+    };
+  };
+  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    emitted.fetch_add(1, std::memory_order_relaxed);
+    return next++;
+  }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked(first)),
+           conveyor::chain<std::uint64_t>() |
+               sink(blocked(second), {.mode = Mode::parallel, .workers = 2}));
+  p.start();
+  while (emitted.load(std::memory_order_relaxed) < 100)
+    std::this_thread::yield();
+  p.request_stop();
+  go.count_down();
+  p.wait();
+  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
+  EXPECT_GE(first.load(), 100U);
+  EXPECT_EQ(first.load(), second.load());
+}
+
+TEST(PipelineTeeTest, AbortReturnsWithEveryBranchBlocked) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<bool> release{false};
+  std::atomic<std::uint64_t> emitted{0};
+  auto blocked = [&](std::uint64_t) {
+    while (!release.load(std::memory_order_relaxed))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    emitted.fetch_add(1, std::memory_order_relaxed);
+    return next++;
+  }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked),
+           conveyor::chain<std::uint64_t>() | stage([](std::uint64_t x) { return x; }) |
+               sink(blocked));
+  p.start();
+  while (emitted.load(std::memory_order_relaxed) < 10)
+    std::this_thread::yield();
+  // The source fills the channels and then waits for room; the sinks wait for `release`.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  p.abort();
+  release.store(true, std::memory_order_relaxed);
+  p.wait();
+  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
+}
+
+// One branch stops taking items: the source stops once that branch's channels and window are
+// full, however fast the other branch is.
+TEST(PipelineTeeTest, TheSlowestBranchBoundsWhatTheSourceRunsAhead) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<bool> release{false};
+  std::atomic<std::uint64_t> emitted{0};
+  std::vector<std::uint64_t> slow;
+  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    if (next == 100'000) return std::nullopt;
+    emitted.fetch_add(1, std::memory_order_relaxed);
+    return next++;
+  }) | tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+           conveyor::chain<std::uint64_t>() |
+               stage(
+                   [](std::uint64_t x) { return x; },
+                   {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(8)}) |
+               sink(
+                   [&](std::uint64_t x) {
+                     while (!release.load(std::memory_order_relaxed))
+                       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                     slow.push_back(x);
+                   },
+                   {.mode = Mode::serial_in_order, .channel = conveyor::Channel::queue(8)}));
+  p.start();
+  // Until the source stalls: its count stops moving for 100 ms.
+  std::uint64_t seen = 0;
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::uint64_t now = emitted.load(std::memory_order_relaxed);
+    if (now == seen) break;
+    seen = now;
+  }
+  // The source's lanes into the two workers (8 each), theirs into the sink (8 each), what each
+  // worker and the sink hold, and the window's slack: far below the 100,000 items.
+  EXPECT_LT(seen, 200U);
+  release.store(true, std::memory_order_relaxed);
+  p.wait();
+  ASSERT_EQ(slow.size(), 100'000U);
+  for (std::uint64_t i = 0; i < slow.size(); ++i)
+    ASSERT_EQ(slow[i], i);
+}
+
+TEST(PipelineTeeTest, EachBranchStageHasItsOwnStatistics) {
+  Watchdog watchdog;
+  Pipeline p;
+  p.source(count_to(300), {.name = "numbers"}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              stage(
+                  [](std::uint64_t x) -> std::optional<std::uint64_t> {
+                    if (x % 3 != 0) return std::nullopt;
+                    return x;
+                  },
+                  {.name = "thirds"}) |
+              sink([](std::uint64_t) {}, {.name = "write"}),
+          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}, {.name = "count"}));
+  p.run();
+  const conveyor::PipelineStats stats = p.stats();
+  ASSERT_NE(stats.stage("thirds"), nullptr);
+  EXPECT_EQ(stats.stage("numbers")->items_out, 300U);
+  EXPECT_EQ(stats.stage("thirds")->items_in, 300U);
+  EXPECT_EQ(stats.stage("thirds")->items_out, 100U);
+  EXPECT_EQ(stats.stage("write")->items_in, 100U);
+  EXPECT_EQ(stats.stage("count")->items_in, 300U);
+  EXPECT_GT(stats.stage("count")->channel_capacity, 0U);
+}
+
+TEST(PipelineTeeTest, AChainCanEndInATeeAndRunOnItsOwn) {
+  Watchdog watchdog;
+  std::atomic<std::uint64_t> evens{0};
+  std::atomic<std::uint64_t> all{0};
+  const Chain<std::uint64_t, void> split =
+      conveyor::chain<std::uint64_t>() | stage([](std::uint64_t x) { return x + 1; }) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([&](std::uint64_t x) { evens.fetch_add(x % 2 == 0 ? 1 : 0); }),
+          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t) { all.fetch_add(1); }));
+  std::vector<std::uint64_t> inputs(1000);
+  for (std::uint64_t i = 0; i < inputs.size(); ++i)
+    inputs[i] = i;
+  conveyor::testing::run(split, inputs);
+  EXPECT_EQ(evens.load(), 500U);
+  EXPECT_EQ(all.load(), 1000U);
+}
+
+TEST(PipelineTeeTest, RunsOnTheCooperativeExecutor) {
+  SKIP_IF_SUSPENSION_IS_UNCHECKABLE();
+  Watchdog watchdog;
+  Pipeline p({.executor = conveyor::Executor::tbb(2)});
+  std::vector<std::uint64_t> first;
+  SharedTally second;
+  p.source(count_to(5000)) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      tee(collect(first),
+          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { second.add(x); },
+                                                  {.mode = Mode::parallel, .workers = 2}));
+  p.run();
+  ASSERT_EQ(first.size(), 5000U);
+  for (std::uint64_t i = 0; i < first.size(); ++i)
+    ASSERT_EQ(first[i], i);
+  EXPECT_EQ(second.get(), expected_tally(5000));
+}
+
+TEST(PipelineTeeTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
+  Pipeline p;
+  p.source(count_to(10)) |
+      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+          conveyor::chain<std::uint64_t>() |
+              sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2},
+                   conveyor::Dispatch::by_key([](std::uint64_t x) { return x; })));
+  EXPECT_THROW(p.start(), std::invalid_argument);
+}
+
+TEST(PipelineTeeTest, ABranchHeadCannotBeFused) {
+  Pipeline p;
+  p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([](std::uint64_t) {}, {.fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  EXPECT_THROW(p.start(), std::invalid_argument);
+}
+
+TEST(PipelineTeeTest, ABranchThatDoesNotEndInASinkIsRejected) {
+  Pipeline p;
+  auto numbers = p.source(count_to(10));
+  numbers | tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+                conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  // A stage from the point the tee split is one more branch, which must end in a sink.
+  auto dangling = numbers | stage([](std::uint64_t x) { return x; });
+  (void)dangling;
+  EXPECT_THROW(p.start(), std::logic_error);
+}
+
+TEST(PipelineTeeTest, WithoutATeeAStageHasOneNext) {
+  Pipeline p;
+  auto numbers = p.source(count_to(10));
+  numbers | sink([](std::uint64_t) {});
+  EXPECT_THROW(numbers | sink([](std::uint64_t) {}), std::logic_error);
+}
+
+// --- route ---
+
+auto collect_in_order(std::vector<std::uint64_t>& out) {
+  return conveyor::chain<std::uint64_t>() |
+         sink([&out](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+}
+
+bool divisible_by_3(std::uint64_t x) {
+  return x % 3 == 0;
+}
+
+TEST(PipelineRouteTest, EachItemGoesToTheFirstBranchItMatchesOrToTheDefault) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::vector<std::uint64_t> threes;
+  std::vector<std::uint64_t> evens;
+  std::vector<std::uint64_t> rest;
+  p.source(count_to(1000)) |
+      route(when(divisible_by_3, collect_in_order(threes)),
+            when([](std::uint64_t x) { return x % 2 == 0; }, collect_in_order(evens)),
+            otherwise(collect_in_order(rest)));
+  p.run();
+  std::vector<std::uint64_t> want_threes;
+  std::vector<std::uint64_t> want_evens;
+  std::vector<std::uint64_t> want_rest;
+  for (std::uint64_t x = 0; x < 1000; ++x) {
+    (x % 3 == 0 ? want_threes : x % 2 == 0 ? want_evens : want_rest).push_back(x);
+  }
+  EXPECT_EQ(threes, want_threes);
+  EXPECT_EQ(evens, want_evens);
+  EXPECT_EQ(rest, want_rest);
+}
+
+// Parallel stages with random delays before and in the branches, batching on and off, and an
+// in-order sink in each branch: each sees exactly its items, in the source's order.
+TEST(PipelineRouteTest, EachBranchRestoresTheSourceOrderAfterParallelStages) {
+  Watchdog watchdog;
+  constexpr std::uint64_t count = 20'000;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    std::vector<std::uint64_t> small;
+    std::vector<std::uint64_t> large;
+    SharedTally unordered;
+    auto jitter = [](std::uint64_t x) {
+      thread_local std::minstd_rand random(std::random_device{}());
+      if (random() % 64 == 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(random() % 200));
+      return x;
+    };
+    p.source(count_to(count)) |
+        stage(jitter, {.mode = Mode::parallel, .workers = 3, .batch = batch}) |
+        route(when([](std::uint64_t x) { return x % 10 < 3; },
+                   conveyor::chain<std::uint64_t>() |
+                       stage(jitter, {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+                       collect_in_order(small)),
+              when([](std::uint64_t x) { return x % 10 < 6; },
+                   conveyor::chain<std::uint64_t>() |
+                       sink([&](std::uint64_t x) { unordered.add(x); },
+                            {.mode = Mode::parallel, .workers = 2, .batch = batch})),
+              otherwise(conveyor::chain<std::uint64_t>() |
+                        stage(jitter, {.mode = Mode::parallel, .workers = 3}) |
+                        collect_in_order(large)));
+    p.run();
+    std::vector<std::uint64_t> want_small;
+    std::vector<std::uint64_t> want_large;
+    Tally want_middle;
+    for (std::uint64_t x = 0; x < count; ++x) {
+      if (x % 10 < 3) {
+        want_small.push_back(x);
+      } else if (x % 10 < 6) {
+        want_middle.add(x);
+      } else {
+        want_large.push_back(x);
+      }
+    }
+    EXPECT_EQ(small, want_small) << "batch " << batch;
+    EXPECT_EQ(large, want_large) << "batch " << batch;
+    EXPECT_EQ(unordered.get(), want_middle) << "batch " << batch;
+  }
+}
+
+// A stage before the route emits several items for some inputs and none for others: their parts
+// and gaps reach the in-order branches in order.
+TEST(PipelineRouteTest, SplitsAndGapsBeforeTheRouteKeepEachBranchInOrder) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::vector<std::uint64_t> evens;
+  std::vector<std::uint64_t> odds;
+  p.source(count_to(5000)) |
+      stage(
+          [](std::uint64_t x, conveyor::Emit<std::uint64_t>& emit) {
+            if (x % 7 == 3) return;  // nothing
+            emit(2 * x);
+            if (x % 5 == 1) emit(2 * x + 1);
+          },
+          {.mode = Mode::parallel, .workers = 3, .batch = 8}) |
+      route(when([](std::uint64_t y) { return y % 2 == 0; }, collect_in_order(evens)),
+            otherwise(collect_in_order(odds)));
+  p.run();
+  std::vector<std::uint64_t> want_evens;
+  std::vector<std::uint64_t> want_odds;
+  for (std::uint64_t x = 0; x < 5000; ++x) {
+    if (x % 7 == 3) continue;
+    want_evens.push_back(2 * x);
+    if (x % 5 == 1) want_odds.push_back(2 * x + 1);
+  }
+  EXPECT_EQ(evens, want_evens);
+  EXPECT_EQ(odds, want_odds);
+}
+
+TEST(PipelineRouteTest, ItemsNeedNotBeCopyable) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::uint64_t big = 0;
+  std::uint64_t small = 0;
+  std::uint64_t next = 0;
+  p.source([&]() -> std::optional<std::unique_ptr<std::uint64_t>> {
+    if (next == 100) return std::nullopt;
+    return std::make_unique<std::uint64_t>(next++);
+  }) | route(when([](const std::unique_ptr<std::uint64_t>& x) { return *x >= 50; },
+                  conveyor::chain<std::unique_ptr<std::uint64_t>>() |
+                      sink([&](std::unique_ptr<std::uint64_t> x) { big += *x; })),
+             otherwise(conveyor::chain<std::unique_ptr<std::uint64_t>>() |
+                       sink([&](std::unique_ptr<std::uint64_t> x) { small += *x; },
+                            {.mode = Mode::serial_in_order})));
+  p.run();
+  EXPECT_EQ(big, (50U + 99U) * 50U / 2);
+  EXPECT_EQ(small, 49U * 50U / 2);
+}
+
+struct FlushTally {
+  std::atomic<int>* flushes;
+  void process(std::uint64_t) {}
+  void flush() { flushes->fetch_add(1, std::memory_order_relaxed); }
+};
+
+TEST(PipelineRouteTest, EveryBranchEndsAndFlushesOnceEvenIfItGetsNothing) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<int> flushes{0};
+  p.source(count_to(100)) |
+      route(when([](std::uint64_t x) { return x > 1000; },
+                 conveyor::chain<std::uint64_t>() |
+                     sink(FlushTally{&flushes}, {.mode = Mode::serial_in_order})),
+            otherwise(conveyor::chain<std::uint64_t>() |
+                      sink(FlushTally{&flushes}, {.mode = Mode::parallel, .workers = 2})));
+  p.run();
+  EXPECT_EQ(flushes.load(), 3);
+}
+
+TEST(PipelineRouteTest, AThrowFromAPredicateOrABranchFailsThePipeline) {
+  Watchdog watchdog;
+  for (int position = 0; position < 3; ++position) {
+    Pipeline p;
+    p.source(count_to(100'000)) |
+        stage([](std::uint64_t x) { return x; },
+              {.mode = Mode::parallel, .workers = 2, .batch = 4}) |
+        route(when(
+                  [position](std::uint64_t x) {
+                    if (position == 0 && x == 500) throw std::runtime_error("predicate");
+                    return x % 2 == 0;
+                  },
+                  conveyor::chain<std::uint64_t>() | sink(
+                                                         [position](std::uint64_t x) {
+                                                           if (position == 1 && x == 600) {
+                                                             throw std::runtime_error("sink");
+                                                           }
+                                                         },
+                                                         {.mode = Mode::serial_in_order})),
+              otherwise(conveyor::chain<std::uint64_t>() |
+                        stage(
+                            [position](std::uint64_t x) {
+                              if (position == 2 && x == 701) throw std::runtime_error("stage");
+                              return x;
+                            },
+                            {.mode = Mode::parallel, .workers = 2}) |
+                        sink([](std::uint64_t) {})));
+    EXPECT_THROW(p.run(), std::runtime_error) << "position " << position;
+    EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+  }
+}
+
+TEST(PipelineRouteTest, RequestStopDrainsEveryBranch) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::latch go(1);
+  std::atomic<std::uint64_t> emitted{0};
+  std::atomic<std::uint64_t> received{0};
+  auto blocked = [&](std::uint64_t) {
+    go.wait();
+    received.fetch_add(1, std::memory_order_relaxed);
+  };
+  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    emitted.fetch_add(1, std::memory_order_relaxed);
+    return next++;
+  }) |
+      route(when([](std::uint64_t x) { return x % 2 == 0; },
+                 conveyor::chain<std::uint64_t>() | sink(blocked, {.mode = Mode::serial_in_order})),
+            otherwise(conveyor::chain<std::uint64_t>() | sink(blocked)));
+  p.start();
+  while (emitted.load(std::memory_order_relaxed) < 100)
+    std::this_thread::yield();
+  p.request_stop();
+  go.count_down();
+  p.wait();
+  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
+  // The source's last call returned an item too, delivered after the stop.
+  EXPECT_EQ(received.load(), emitted.load());
+}
+
+TEST(PipelineRouteTest, AChainCanEndInARouteAndRunOnItsOwn) {
+  Watchdog watchdog;
+  std::atomic<std::uint64_t> threes{0};
+  std::atomic<std::uint64_t> others{0};
+  const Chain<std::uint64_t, void> split =
+      conveyor::chain<std::uint64_t>() |
+      route(when(divisible_by_3, conveyor::chain<std::uint64_t>() |
+                                     sink([&](std::uint64_t) { threes.fetch_add(1); })),
+            otherwise(conveyor::chain<std::uint64_t>() |
+                      sink([&](std::uint64_t) { others.fetch_add(1); })));
+  std::vector<std::uint64_t> inputs(300);
+  for (std::uint64_t i = 0; i < inputs.size(); ++i)
+    inputs[i] = i;
+  conveyor::testing::run(split, inputs);
+  EXPECT_EQ(threes.load(), 100U);
+  EXPECT_EQ(others.load(), 200U);
+}
+
+TEST(PipelineRouteTest, EachBranchStageHasItsOwnStatistics) {
+  Watchdog watchdog;
+  Pipeline p;
+  p.source(count_to(300)) |
+      route(when(divisible_by_3,
+                 conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}, {.name = "threes"})),
+            otherwise(conveyor::chain<std::uint64_t>() |
+                      sink([](std::uint64_t) {}, {.name = "others"})));
+  p.run();
+  const conveyor::PipelineStats stats = p.stats();
+  EXPECT_EQ(stats.stage("threes")->items_in, 100U);
+  EXPECT_EQ(stats.stage("others")->items_in, 200U);
+}
+
+TEST(PipelineRouteTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
+  Pipeline p;
+  p.source(count_to(10)) |
+      route(when(divisible_by_3,
+                 conveyor::chain<std::uint64_t>() |
+                     sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2},
+                          conveyor::Dispatch::by_key([](std::uint64_t x) { return x; }))),
+            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
+  EXPECT_THROW(p.start(), std::invalid_argument);
+}
+
+TEST(PipelineRouteTest, NothingElseContinuesFromARoute) {
+  Pipeline p;
+  auto numbers = p.source(count_to(10));
+  numbers |
+      route(when(divisible_by_3, conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})),
+            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
+  numbers | sink([](std::uint64_t) {});
+  EXPECT_THROW(p.start(), std::logic_error);
+}
+
+// --- merge ---
+
+// Numbers from `first` to `first + count - 1`.
+auto count_from(std::uint64_t first, std::uint64_t count) {
+  return [next = first, end = first + count]() mutable -> std::optional<std::uint64_t> {
+    if (next == end) return std::nullopt;
+    return next++;
+  };
+}
+
+TEST(PipelineMergeTest, TheStageAtAMergeTakesEveryInputsItemsOnce) {
+  Watchdog watchdog;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    SharedTally tally;
+    auto a = p.source(count_from(0, 10'000));
+    auto b = p.source(count_from(10'000, 5'000)) |
+             stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2});
+    auto c = p.source(count_from(15'000, 1));
+    merge(a, b, c) |
+        stage([](std::uint64_t x) { return x; },
+              {.mode = Mode::parallel, .workers = 3, .batch = batch}) |
+        sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::parallel, .workers = 2});
+    p.run();
+    EXPECT_EQ(tally.get(), expected_tally(15'001)) << "batch " << batch;
+  }
+}
+
+// Each input's items reach a serial stage at the merge in that input's order; the in-order sink
+// after it sees exactly the order that stage saw.
+TEST(PipelineMergeTest, ASerialInOrderStageAtTheMergeNumbersTheMergedStream) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::vector<std::uint64_t> seen_at_merge;
+  std::vector<std::uint64_t> seen_at_end;
+  auto evens = p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    if (next >= 20'000) return std::nullopt;
+    next += 2;
+    return next - 2;
+  });
+  auto odds = p.source([next = std::uint64_t{1}]() mutable -> std::optional<std::uint64_t> {
+    if (next >= 20'000) return std::nullopt;
+    next += 2;
+    return next - 2;
+  });
+  merge(evens, odds) |
+      stage(
+          [&](std::uint64_t x) {
+            seen_at_merge.push_back(x);
+            return x;
+          },
+          {.mode = Mode::serial_in_order}) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 3}) |
+      sink([&](std::uint64_t x) { seen_at_end.push_back(x); }, {.mode = Mode::serial_in_order});
+  p.run();
+  ASSERT_EQ(seen_at_merge.size(), 20'000U);
+  EXPECT_EQ(seen_at_end, seen_at_merge);
+  // Each source's items in its own order.
+  std::uint64_t next_even = 0;
+  std::uint64_t next_odd = 1;
+  for (const std::uint64_t x : seen_at_merge) {
+    if (x % 2 == 0) {
+      EXPECT_EQ(x, next_even);
+      next_even += 2;
+    } else {
+      EXPECT_EQ(x, next_odd);
+      next_odd += 2;
+    }
+  }
+}
+
+TEST(PipelineMergeTest, TheStreamEndsOnceEveryInputHasEnded) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<bool> release{false};
+  std::atomic<int> flushes{0};
+  std::atomic<std::uint64_t> count{0};
+  struct Counting {
+    std::atomic<std::uint64_t>* count;
+    std::atomic<int>* flushes;
+    void process(std::uint64_t) { count->fetch_add(1, std::memory_order_relaxed); }
+    void flush() { flushes->fetch_add(1, std::memory_order_relaxed); }
+  };
+  auto quick = p.source(count_to(10));
+  auto slow = p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    while (!release.load(std::memory_order_relaxed))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (next == 5) return std::nullopt;
+    return next++;
+  });
+  merge(quick, slow) | sink(Counting{&count, &flushes});
+  p.start();
+  // The quick source ends; its items arrive, and the sink does not end.
+  while (count.load(std::memory_order_relaxed) < 10)
+    std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(flushes.load(), 0);
+  release.store(true, std::memory_order_relaxed);
+  p.wait();
+  EXPECT_EQ(count.load(), 15U);
+  EXPECT_EQ(flushes.load(), 1);
+}
+
+TEST(PipelineMergeTest, AThrowInOneInputCancelsTheOthers) {
+  Watchdog watchdog;
+  Pipeline p;
+  auto endless = p.source(
+      [next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> { return next++; });
+  auto failing = p.source(count_to(1000)) | stage([](std::uint64_t x) {
+                   if (x == 500) throw std::runtime_error("boom");
+                   return x;
+                 });
+  merge(endless, failing) | sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2});
+  EXPECT_THROW(p.run(), std::runtime_error);
+  EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+}
+
+TEST(PipelineMergeTest, RequestStopEndsEverySource) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<std::uint64_t> emitted{0};
+  std::atomic<std::uint64_t> received{0};
+  auto endless = [&] {
+    return [&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+      emitted.fetch_add(1, std::memory_order_relaxed);
+      return next++;
+    };
+  };
+  auto a = p.source(endless());
+  auto b = p.source(endless());
+  merge(a, b) | sink([&](std::uint64_t) { received.fetch_add(1, std::memory_order_relaxed); });
+  p.start();
+  while (emitted.load(std::memory_order_relaxed) < 1000)
+    std::this_thread::yield();
+  p.request_stop();
+  p.wait();
+  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
+  EXPECT_EQ(received.load(), emitted.load());
+}
+
+TEST(PipelineMergeTest, EachSourceHasItsOwnStatistics) {
+  Watchdog watchdog;
+  Pipeline p;
+  auto a = p.source(count_to(100), {.name = "a"});
+  auto b = p.source(count_to(50), {.name = "b"});
+  merge(a, b) | sink([](std::uint64_t) {}, {.name = "all"});
+  p.run();
+  const conveyor::PipelineStats stats = p.stats();
+  EXPECT_EQ(stats.stage("a")->items_out, 100U);
+  EXPECT_EQ(stats.stage("b")->items_out, 50U);
+  EXPECT_EQ(stats.stage("all")->items_in, 150U);
+  EXPECT_GT(stats.stage("all")->channel_capacity, 0U);
+}
+
+TEST(PipelineMergeTest, AnInOrderStageAfterAMergeNeedsOneAtTheMerge) {
+  Pipeline p;
+  auto a = p.source(count_to(10));
+  auto b = p.source(count_to(10));
+  merge(a, b) | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
+  EXPECT_THROW(p.start(), std::invalid_argument);
+}
+
+TEST(PipelineMergeTest, AnInputOfAMergeCannotGoElsewhere) {
+  Pipeline p;
+  auto a = p.source(count_to(10));
+  auto b = p.source(count_to(10));
+  merge(a, b) | sink([](std::uint64_t) {});
+  EXPECT_THROW(a | sink([](std::uint64_t) {}), std::logic_error);
+  Pipeline q;
+  auto c = q.source(count_to(10));
+  auto d = q.source(count_to(10));
+  EXPECT_THROW((void)(merge(c, d) |
+                      conveyor::tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+                                    conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}))),
+               std::logic_error);
+}
+
+TEST(PipelineMergeTest, ABranchOfATeeCanBeMergedAgainOnlyThroughAStage) {
+  Pipeline p;
+  auto source = p.source(count_to(10));
+  source | conveyor::tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+                         conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  auto other = p.source(count_to(10));
+  // The tee's point is continued a third way, into a merge.
+  merge(source, other) | sink([](std::uint64_t) {});
+  EXPECT_THROW(p.start(), std::logic_error);
+}
+
+}  // namespace
