@@ -48,7 +48,8 @@ struct StageStats {
   // Time its workers waited for room downstream (or for the ordering window), and for items.
   double blocked_push_seconds = 0.0;
   double blocked_pop_seconds = 0.0;
-  // The channel that feeds the stage (all of its lanes), in parcels; 0 and 0 for the source.
+  // The channel that feeds the stage (all of its lanes, from every input of a merge; after a tee
+  // or a route, only the lanes into this branch), in parcels; 0 and 0 for a source.
   std::size_t channel_depth = 0;
   std::size_t channel_capacity = 0;
   DurationHistogram item_duration;
