@@ -292,11 +292,20 @@ void Pipeline::fuse() {
     bool ordered = group_ordered[parent];
     bool fused = false;
     if (node.options().fuse != Fuse::never) {
+      // One branch of a tee may run on the workers before it, when asked (Fuse::always): it gets
+      // a copy of each item there, and the others take theirs through the tee's channels.
+      const bool branch = next_[parent].size() > 1;
+      const bool branch_fused =
+          branch && std::any_of(next_[parent].begin(), next_[parent].end(),
+                                [&](std::size_t other) { return nodes_[other]->fused(); });
       const std::string obstacle =
           parents_[i].size() > 1 ? "it merges several inputs, which reach it through channels"
-          : next_[parent].size() > 1
+          : branch && !routes_[parent].empty()
+              ? "it is a branch of a route, which sends each item through a channel"
+          : branch && node.options().fuse != Fuse::always
               ? "it is one of several branches after it, which take its items through channels"
-              : detail::fusion_obstacle(before, node, workers, ordered);
+          : branch_fused ? "another branch of the tee is fused into it: one branch at most"
+                         : detail::fusion_obstacle(before, node, workers, ordered);
       if (node.options().fuse == Fuse::always) {
         if (!obstacle.empty()) {
           throw std::invalid_argument("stage '" + node.name() + "': cannot be fused into '" +
@@ -345,6 +354,19 @@ void Pipeline::start() {
   }
   for (std::size_t i = count; i-- > 0;) {
     tails[i] = fused_next(i) ? tails[next_[i].front()] : i;
+  }
+  // Before a tee: the branch fused into node i, if one is (`count` if none). The nodes that take
+  // node i's items through its output edge: those after it that are not fused into it.
+  std::vector<std::size_t> fused_branch(count, count);
+  std::vector<std::vector<std::size_t>> channel_next(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    for (const std::size_t after : next_[i]) {
+      if (!fused(after)) {
+        channel_next[i].push_back(after);
+      } else if (next_[i].size() > 1) {
+        fused_branch[i] = after;
+      }
+    }
   }
 
   std::size_t total_workers = 0;
@@ -422,12 +444,12 @@ void Pipeline::start() {
                                   : numbers[tail]      ? detail::Tagging::sequencer
                                                        : detail::Tagging::forward;
     }
-    if (next_[i].empty() || fused_next(i) || runtime->out_edges[i] != nullptr) continue;
+    if (channel_next[i].empty() || runtime->out_edges[i] != nullptr) continue;
     // The consumers: the workers of each next node, one node after another.
     std::vector<std::size_t> capacities;
     std::vector<std::size_t> starts;
     std::size_t batch = std::numeric_limits<std::size_t>::max();
-    for (const std::size_t after : next_[i]) {
+    for (const std::size_t after : channel_next[i]) {
       const StageOptions& options = nodes_[after]->options();
       runtime->input_offsets[after] = capacities.size();
       starts.push_back(capacities.size());
@@ -443,8 +465,8 @@ void Pipeline::start() {
     }
     runtime->edges[i] = nodes_[i]->make_output_edge(nodes_[i]->workers(), capacities);
     runtime->out_edges[i] = runtime->edges[i].get();
-    if (next_[i].size() == 1 && routes_[i].empty()) {
-      wirings[i].output_dispatch = &nodes_[next_[i].front()]->options().dispatch;
+    if (channel_next[i].size() == 1 && routes_[i].empty()) {
+      wirings[i].output_dispatch = &nodes_[channel_next[i].front()]->options().dispatch;
     } else {
       starts.push_back(capacities.size());
       std::shared_ptr<const detail::DispatchPolicy> policy;
@@ -452,7 +474,7 @@ void Pipeline::start() {
         policy = detail::tee_dispatch(std::move(starts));
       } else {
         std::vector<bool> ordered;
-        for (const std::size_t after : next_[i])
+        for (const std::size_t after : channel_next[i])
           ordered.push_back(ordered_in[after]);
         policy = detail::route_dispatch(std::move(starts), routes_[i], std::move(ordered));
       }
@@ -461,6 +483,17 @@ void Pipeline::start() {
       wirings[i].output_dispatch = runtime->branch_dispatches.back().get();
     }
     wirings[i].output_batch = batch;
+  }
+  // A fused branch numbers nothing: the order of the stream and the window that bounds it belong
+  // to the tee's channel edge.
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t branch = fused_branch[i];
+    if (branch != count && wirings[branch].output_tagging != detail::Tagging::none) {
+      throw std::invalid_argument("stage '" + nodes_[branch]->name() +
+                                  "': a tee branch fused into '" + nodes_[i]->name() +
+                                  "' cannot lead to a serial_in_order stage: fuse a branch "
+                                  "without one, or give this one workers of its own");
+    }
   }
 
   // A window gate between every in-order stage and the sequencer whose numbers it reads, sized to
@@ -528,13 +561,19 @@ void Pipeline::start() {
       wiring.input = runtime->out_edges[parents_[i].front()];
       wiring.input_offset = runtime->input_offsets[i];
     }
-    if (!next_[i].empty() && !fused_next(i)) {
-      wiring.downstream = runtime->bells_of(next_[i]);
+    if (!channel_next[i].empty()) {
+      wiring.downstream = runtime->bells_of(channel_next[i]);
       wiring.output = runtime->out_edges[i];
     }
-    // A group's workers owe wake-ups to the consumers of the edge out of the group.
-    if (!fused(i) && !next_[tails[i]].empty()) {
-      const std::vector<sync::Doorbell*> consumers = runtime->bells_of(next_[tails[i]]);
+    // A group's workers owe wake-ups to the consumers of the edges out of the group: the one at
+    // its end, and before a tee with a fused branch, the tee's too.
+    std::vector<sync::Doorbell*> consumers;
+    for (std::size_t k = i; !fused(i) && k < count; ++k) {
+      if (runtime->heads[k] != i) continue;
+      const std::vector<sync::Doorbell*> bells = runtime->bells_of(channel_next[k]);
+      consumers.insert(consumers.end(), bells.begin(), bells.end());
+    }
+    if (!consumers.empty()) {
       for (const auto& owed : runtime->owed[i]) {
         owed->set_consumers(consumers);
         wiring.owed.push_back(owed.get());
@@ -546,6 +585,9 @@ void Pipeline::start() {
   runtime->instances.resize(count);
   for (std::size_t i = count; i-- > 0;) {
     if (fused_next(i)) wirings[i].fused_next = runtime->instances[next_[i].front()].get();
+    if (fused_branch[i] != count) {
+      wirings[i].fused_next = runtime->instances[fused_branch[i]].get();
+    }
     runtime->instances[i] = nodes_[i]->instantiate(wirings[i]);
   }
   control_.set_doorbells(std::move(all_bells));

@@ -1,7 +1,8 @@
 // Tees, routes and merges of every shape, pushed hard: topologies {after the source, after a
-// parallel stage, three branches with gaps} x workers {1, 2, 4} x channel {mailbox, queue 1, queue
-// 64} x batching {off, on}. Every branch counts and fingerprints what it gets, in-order branches
-// check the order, and a watchdog turns a hang into a failure.
+// parallel stage, three branches with gaps (one of a tee's fused into the stage before it)} x
+// workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x batching {off, on}. Every branch
+// counts and fingerprints what it gets, in-order branches check the order, and a watchdog turns a
+// hang into a failure.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,8 +84,11 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
   auto check_all = [&](std::uint64_t x) { ordered.take(x, [](std::uint64_t i) { return i; }); };
   auto all_in_order =
       conveyor::chain<std::uint64_t>() | stage(pass, parallel) | sink(check_all, in_order);
-  auto all_unordered =
-      conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { unordered.add(x); }, parallel);
+  // With three branches, the unordered one runs on the workers before the tee (fused).
+  conveyor::StageOptions unordered_options = parallel;
+  if (topology == Topology::three_with_gaps) unordered_options.fuse = conveyor::Fuse::always;
+  auto all_unordered = conveyor::chain<std::uint64_t>() |
+                       sink([&](std::uint64_t x) { unordered.add(x); }, unordered_options);
   if (topology == Topology::three_with_gaps) {
     // The first branch drops the odd numbers (gaps in its order) before its in-order sink.
     auto only_evens =

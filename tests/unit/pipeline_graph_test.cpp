@@ -349,13 +349,151 @@ TEST(PipelineTeeTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
   EXPECT_THROW(p.start(), std::invalid_argument);
 }
 
-TEST(PipelineTeeTest, ABranchHeadCannotBeFused) {
+// --- a tee branch fused into the stage before it ---
+
+// Whether the stage before the tee has run on this thread.
+thread_local bool work_ran_here = false;
+
+// start() throws std::invalid_argument whose message contains `expected`.
+void expect_rejected(Pipeline& p, const std::string& expected) {
+  try {
+    p.start();
+    ADD_FAILURE() << "start() accepted the pipeline";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+  }
+}
+
+// A branch with Fuse::always gets a copy of every item on the workers that emitted it; the other
+// branch takes its items through the tee's channel and restores their order, batched or not
+// (batched, the stage before the tee sends whole runs, and the fused branch gets a copy of each
+// item of a run). A channel after the fused branch carries its output on.
+TEST(PipelineTeeTest, AFusedBranchRunsOnTheWorkersBeforeTheTee) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 20'000;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    SharedTally fused;
+    std::atomic<std::uint64_t> elsewhere{0};
+    std::vector<std::uint64_t> ordered;
+    p.source(count_to(n)) |
+        stage(
+            [](std::uint64_t x) {
+              work_ran_here = true;
+              return x;
+            },
+            {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        tee(conveyor::chain<std::uint64_t>() |
+                stage(
+                    [&](std::uint64_t x) {
+                      if (!work_ran_here) elsewhere.fetch_add(1, std::memory_order_relaxed);
+                      return x;
+                    },
+                    {.name = "fused", .mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
+                sink([&](std::uint64_t x) { fused.add(x); },
+                     {.name = "after", .mode = Mode::parallel, .workers = 2}),
+            conveyor::chain<std::uint64_t>() |
+                sink([&](std::uint64_t x) { ordered.push_back(x); },
+                     {.name = "ordered", .mode = Mode::serial_in_order, .batch = batch}));
+    p.run();
+    EXPECT_EQ(fused.get(), expected_tally(n)) << "batch " << batch;
+    EXPECT_EQ(elsewhere.load(), 0U) << "batch " << batch;
+    ASSERT_EQ(ordered.size(), n) << "batch " << batch;
+    for (std::uint64_t i = 0; i < n; ++i)
+      ASSERT_EQ(ordered[i], i) << "batch " << batch;
+    const conveyor::PipelineStats stats = p.stats();
+    for (const conveyor::StageStats& stage : stats.stages) {
+      if (stage.name == "fused") {
+        EXPECT_EQ(stage.fused_into, "work");
+        EXPECT_EQ(stage.items_in, n);
+      }
+      if (stage.name == "work") {
+        EXPECT_EQ(stage.items_out, n);  // once, for both branches
+      }
+    }
+  }
+}
+
+TEST(PipelineTeeTest, AFusedBranchFlushesOncePerWorkerOfItsGroup) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::atomic<int> flushes_fused{0};
+  std::atomic<int> flushes_other{0};
+  std::atomic<std::uint64_t> items_fused{0};
+  std::atomic<std::uint64_t> items_other{0};
+  p.source(count_to(1000)) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 3}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink(FlushCounter{&flushes_fused, &items_fused},
+                   {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() | sink(FlushCounter{&flushes_other, &items_other}));
+  p.run();
+  EXPECT_EQ(flushes_fused.load(), 3);
+  EXPECT_EQ(flushes_other.load(), 1);
+  EXPECT_EQ(items_fused.load(), 1000U);
+  EXPECT_EQ(items_other.load(), 1000U);
+}
+
+// A throw in the fused branch, or in the other branch while the fused one goes on, fails the
+// pipeline, and the workers blocked behind the other branch's full channel wake.
+TEST(PipelineTeeTest, AThrowInOrBesideAFusedBranchFailsThePipeline) {
+  Watchdog watchdog;
+  for (int position = 0; position < 3; ++position) {
+    Pipeline p;
+    auto maybe_throw = [position](int here) {
+      return [position, here](std::uint64_t x) {
+        if (position == here && x == 500) throw std::runtime_error("boom");
+        return x;
+      };
+    };
+    p.source(count_to(100'000)) |
+        stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+        tee(conveyor::chain<std::uint64_t>() |
+                stage(maybe_throw(0), {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
+                sink([f = maybe_throw(1)](std::uint64_t x) { (void)f(x); },
+                     {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
+            conveyor::chain<std::uint64_t>() |
+                sink([f = maybe_throw(2)](std::uint64_t x) { (void)f(x); },
+                     {.mode = Mode::serial_in_order, .channel = conveyor::Channel::queue(4)}));
+    EXPECT_THROW(p.run(), std::runtime_error) << "position " << position;
+    EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+  }
+}
+
+TEST(PipelineTeeTest, OneBranchAtMostIsFused) {
   Pipeline p;
   p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
       tee(conveyor::chain<std::uint64_t>() |
               sink([](std::uint64_t) {}, {.fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() |
+              sink([](std::uint64_t) {}, {.name = "second", .fuse = conveyor::Fuse::always}));
+  expect_rejected(p, "stage 'second': cannot be fused into 'stage-1': another branch of the tee");
+}
+
+TEST(PipelineTeeTest, AFusedBranchCannotLeadToAnInOrderStage) {
+  Pipeline p;
+  p.source(count_to(10)) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              stage([](std::uint64_t x) { return x; },
+                    {.name = "fused", .mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
+              sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order}),
           conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
-  EXPECT_THROW(p.start(), std::invalid_argument);
+  expect_rejected(p,
+                  "stage 'fused': a tee branch fused into 'stage-1' cannot lead to a "
+                  "serial_in_order stage");
+}
+
+TEST(PipelineTeeTest, ASerialBranchCannotBeFusedAfterSeveralWorkers) {
+  Pipeline p;
+  p.source(count_to(10)) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([](std::uint64_t) {}, {.name = "serial", .fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  expect_rejected(p,
+                  "stage 'serial': cannot be fused into 'stage-1': a serial stage cannot run "
+                  "on 2 workers");
 }
 
 TEST(PipelineTeeTest, ABranchThatDoesNotEndInASinkIsRejected) {
@@ -627,6 +765,16 @@ TEST(PipelineRouteTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
                           conveyor::Dispatch::by_key([](std::uint64_t x) { return x; }))),
             otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
   EXPECT_THROW(p.start(), std::invalid_argument);
+}
+
+TEST(PipelineRouteTest, ABranchOfARouteCannotBeFused) {
+  Pipeline p;
+  p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
+      route(when(divisible_by_3, conveyor::chain<std::uint64_t>() |
+                                     sink([](std::uint64_t) {},
+                                          {.name = "threes", .fuse = conveyor::Fuse::always})),
+            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
+  expect_rejected(p, "stage 'threes': cannot be fused into 'stage-1': it is a branch of a route");
 }
 
 TEST(PipelineRouteTest, NothingElseContinuesFromARoute) {

@@ -25,6 +25,7 @@
 #include "conveyor/framework/detail/control.hpp"
 #include "conveyor/framework/detail/edge.hpp"
 #include "conveyor/framework/detail/fused_step.hpp"
+#include "conveyor/framework/detail/port/branch_port.hpp"
 #include "conveyor/framework/detail/port/fused_port.hpp"
 #include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
@@ -34,6 +35,7 @@
 #include "conveyor/framework/detail/worker_loop.hpp"
 #include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/options.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 
@@ -70,7 +72,8 @@ struct Wiring {
   // The pipeline's I/O threads, when it has asynchronous stages.
   IoPool* io = nullptr;
   // Fusion: the next node, which runs on this node's workers; `output` is then null, and
-  // `output_tagging` is that of the edge out of the fused group.
+  // `output_tagging` is that of the edge out of the fused group. Before a tee with one branch
+  // fused into this node: that branch's first node, and `output` is the edge to the others.
   Instance* fused_next = nullptr;
 };
 
@@ -122,20 +125,32 @@ InPort<In> input_port(WorkerContext& context, const Wiring& wiring, std::size_t 
 template <class Out, bool Forwarding = true>
 std::unique_ptr<OutPort<Out>> output_port(WorkerContext& context, const Wiring& wiring,
                                           std::size_t worker, WorkerCounters& counters) {
+  std::unique_ptr<FusedInput<Out>> fused;
   if (wiring.fused_next != nullptr) {
     std::unique_ptr<FusedStep> step = wiring.fused_next->fused_step(context, worker);
-    return std::make_unique<FusedPort<Out>>(
-        context, counters,
-        std::unique_ptr<FusedInput<Out>>(static_cast<FusedInput<Out>*>(step.release())),
-        wiring.output_tagging);
+    fused.reset(static_cast<FusedInput<Out>*>(step.release()));
+    if (wiring.output == nullptr) {
+      return std::make_unique<FusedPort<Out>>(context, counters, std::move(fused),
+                                              wiring.output_tagging);
+    }
   }
   auto& output = static_cast<Edge<Out>&>(*wiring.output);
-  return make_out_port<Out, Forwarding>(
+  std::unique_ptr<OutPort<Out>> channel = make_out_port<Out, Forwarding>(
       context, counters, output.producer_side(wiring.output_offset + worker, wiring.downstream),
       {.dispatch = wiring.output_dispatch,
        .batch = wiring.output_batch,
        .tagging = wiring.output_tagging,
        .gate = wiring.output_gate});
+  if (fused == nullptr) return channel;
+  // A tee with one branch fused into this node: items that a tee copies (tee.hpp checks).
+  if constexpr (std::is_copy_constructible_v<Out>) {
+    return std::make_unique<BranchPort<Out>>(context, counters, std::move(fused),
+                                             std::move(channel),
+                                             wiring.output_tagging == Tagging::forward);
+  } else {
+    CONVEYOR_CONTRACT(false, "output_port: only a tee's copyable items reach a fused branch");
+    return channel;
+  }
 }
 
 class NodeBase {

@@ -160,6 +160,14 @@ class OutPort : public OutLanes {
   // A port without lanes (fused_port.hpp).
   OutPort(WorkerContext& worker, WorkerCounters& counters, bool forwards) noexcept
       : OutLanes(worker, counters), forwards_(forwards) {}
+  // A port without lanes that sends its runs on through `inner` (branch_port.hpp): it takes the
+  // runs `inner` takes, and reuses the batches that come back to it (the same worker pops them).
+  OutPort(WorkerContext& worker, WorkerCounters& counters, bool forwards, const OutPort& inner)
+      : OutLanes(worker, counters),
+        returns_(inner.returns_),
+        batch_(inner.batch_),
+        forwards_(forwards),
+        takes_runs_(inner.takes_runs_) {}
 
   // Where pull() puts the next items: the values of the run being collected, and how many more
   // it may take (no more than the batch and the ordering window allow).
