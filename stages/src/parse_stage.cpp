@@ -35,6 +35,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
   storage->chunk = std::move(chunk);
   const Chunk& in = storage->chunk;
   Batch batch;
+  batch.worker = worker;
   // The token goes with the batch, which outlives the chunk when a summary counts it here.
   batch.ack = std::move(storage->chunk.ack);
   const Input& input = *in.input;
@@ -61,6 +62,13 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
   }
 
   const std::string_view text = in.text;
+  // Room for the records kept here too, by the last chunk's records per byte: growing the
+  // vector would copy them over several times.
+  if (summary == nullptr && batch.partitions.size() == 1) {
+    batch.partitions.front().reserve(
+        static_cast<std::size_t>(static_cast<double>(text.size()) * records_per_byte_ * 1.0625) +
+        16);
+  }
   const char* const readable_end = in.text.data() + in.text.capacity();
   Record record;
   for_each_line(text, [&](std::string_view line, std::uint64_t index) {
@@ -118,12 +126,17 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
       return;
     }
     const std::size_t partition =
-        std::hash<std::string_view>{}(record.host) % batch.partitions.size();
+        batch.partitions.size() == 1
+            ? 0
+            : std::hash<std::string_view>{}(record.host) % batch.partitions.size();
     batch.partitions[partition].push_back(std::move(record));
     record = Record{};
   });
   if (config.write_records && !text.empty()) {
     output_per_byte_ = static_cast<double>(batch.output.size()) / static_cast<double>(text.size());
+  }
+  if (!text.empty()) {
+    records_per_byte_ = static_cast<double>(counts.records) / static_cast<double>(text.size());
   }
   if (summary != nullptr) {
     // Counted here: the batch keeps its text and line counts, and the chunk can go.

@@ -1,7 +1,9 @@
 // Tallies: per-worker partial summaries, the live totals' slots, and the windows.
 #include "conveyor/stages/tallies.hpp"
 
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace conveyor::stages {
 
@@ -39,6 +41,25 @@ Summary& Tallies::summary(std::size_t worker) {
     slot.window = now;
   }
   return slot.summary;
+}
+
+void Tallies::count(const Batch& batch) {
+  const std::size_t worker = batch.worker;
+  // Windowed, summary() locks the slot and add_batch() unlocks it; otherwise it is locked here,
+  // for a counting stage that does not run on the parse workers themselves.
+  std::unique_lock<std::mutex> held;
+  if (!windowed()) held = std::unique_lock(slots_.at(worker)->mutex);
+  Summary& partial = summary(worker);
+  LiveTotals::Counts live;
+  constexpr std::size_t ahead = 8;
+  for (const std::vector<Record>& records : batch.partitions) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      if (i + ahead < records.size()) Summary::prefetch(records[i + ahead]);
+      partial.add(records[i]);
+      live.add(records[i]);
+    }
+  }
+  add_batch(worker, batch.counts, live);
 }
 
 void Tallies::add_batch(std::size_t worker, const LineCounts& counts,

@@ -1,4 +1,4 @@
-// WriteStage: records and dead letters to their files, partitions on to aggregation.
+// WriteStage and WriteSink: records and dead letters to their files, partitions on to aggregation.
 #include "conveyor/stages/write_stage.hpp"
 
 #include <cerrno>
@@ -22,9 +22,17 @@ void write(OutputFile& output, const std::string& text) {
 
 }  // namespace
 
+void write_batch(Outputs& outputs, const Batch& batch) {
+  write(outputs.records, batch.output);
+  write(outputs.dead_letters, batch.dead_letters);
+}
+
+void WriteSink::operator()(const std::shared_ptr<const Batch>& batch) {
+  write_batch(*outputs_, *batch);
+}
+
 void WriteStage::operator()(Batch batch, Emit<Slice>& emit) {
-  write(outputs_->records, batch.output);
-  write(outputs_->dead_letters, batch.dead_letters);
+  write_batch(*outputs_, batch);
   for (std::size_t p = 0; p < batch.partitions.size(); ++p) {
     if (p > 0 && batch.partitions[p].empty()) continue;
     Slice slice{batch.storage, p, std::move(batch.partitions[p]), {}};

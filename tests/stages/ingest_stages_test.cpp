@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -32,6 +33,7 @@
 #include "conveyor/stages/parsers.hpp"
 #include "conveyor/stages/summary.hpp"
 #include "conveyor/stages/tallies.hpp"
+#include "conveyor/stages/tally_stage.hpp"
 #include "conveyor/stages/write_stage.hpp"
 #include "json_reference.hpp"
 #include "watchdog.hpp"
@@ -653,9 +655,15 @@ TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   fs::remove(records_path);
 }
 
-// log-ingest's own shape: each parse worker counts its records into Tallies, and the writer only
-// writes. Every line is counted once, the live totals agree with the summary, and the summary is
-// the one that aggregation workers make of the same lines.
+// Four ways to count the same lines make the same summary, with live totals that agree with it:
+// - log-ingest's own shape: a tee after the parse stage, whose TallyStage branch is fused into it
+//   (each parse worker counts its batches into Tallies) and whose WriteSink branch writes;
+// - the same tee with TallyStage on workers of its own (Tallies::count locks the parse worker's
+//   slot);
+// - ParseStage counting into Tallies itself, the writer only writing;
+// - the writer handing partitions to keyed aggregation workers.
+enum class Counting { tee_fused, tee_own_workers, in_parse, aggregation };
+
 TEST(IngestPipeline, ParseWorkersCountIntoTalliesWhatAggregationWorkersWould) {
   conveyor::testing::Watchdog watchdog;
   std::string text;
@@ -669,7 +677,8 @@ TEST(IngestPipeline, ParseWorkersCountIntoTalliesWhatAggregationWorkersWould) {
             std::to_string(i % 500) + " HTTP/1.1\" " + (i % 7 == 0 ? "404" : "200") + " " +
             std::to_string(i) + " \"-\" \"agent\"\n";
   }
-  const auto run = [&](bool tallied) {
+  const auto run = [&](Counting counting) {
+    const bool tallied = counting != Counting::aggregation;
     auto config = std::make_shared<ParseConfig>();
     config->partitions = 4;
     config->write_dead_letters = false;
@@ -680,7 +689,31 @@ TEST(IngestPipeline, ParseWorkersCountIntoTalliesWhatAggregationWorkersWould) {
     MemorySource source("test", text, {.chunk_size = 4096});
     Summary summary;
     conveyor::Pipeline pipeline({.name = "tallies-test"});
-    auto parsed = pipeline.source([&]() { return source.next(); }) |
+    auto chunks = pipeline.source([&]() { return source.next(); });
+    if (counting == Counting::tee_fused || counting == Counting::tee_own_workers) {
+      using Parsed = std::shared_ptr<const Batch>;
+      auto parse = [parser = ParseStage(config)](Chunk chunk,
+                                                 conveyor::Emit<Parsed>& emit) mutable {
+        emit(std::make_shared<const Batch>(parser.parse(std::move(chunk), emit.worker())));
+      };
+      const conveyor::StageOptions count =
+          counting == Counting::tee_fused
+              ? conveyor::StageOptions{.mode = conveyor::Mode::parallel,
+                                       .fuse = conveyor::Fuse::always}
+              : conveyor::StageOptions{.mode = conveyor::Mode::parallel, .workers = 2};
+      std::move(chunks) |
+          conveyor::stage(std::move(parse), {.mode = conveyor::Mode::parallel, .workers = 3}) |
+          conveyor::tee(
+              conveyor::chain<Parsed>() | conveyor::sink(TallyStage(tallies), count),
+              conveyor::chain<Parsed>() |
+                  conveyor::sink(WriteSink(outputs), {.mode = conveyor::Mode::serial_in_order}));
+      pipeline.run();
+      summary = tallies->merged();
+      const conveyor::PipelineStats stats = pipeline.stats();
+      EXPECT_EQ(stats.stages.size(), 4U);
+      return summary.to_json(10);
+    }
+    auto parsed = std::move(chunks) |
                   conveyor::stage(ParseStage(config, tallied ? tallies : nullptr),
                                   {.mode = conveyor::Mode::parallel, .workers = 3}) |
                   conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order});
@@ -705,9 +738,11 @@ TEST(IngestPipeline, ParseWorkersCountIntoTalliesWhatAggregationWorkersWould) {
     EXPECT_EQ(total.by_status_class[3], summary.by_status[404]);
     return summary.to_json(10);
   };
-  const std::string tallied = run(true);
-  const std::string aggregated = run(false);
+  const std::string tallied = run(Counting::in_parse);
+  const std::string aggregated = run(Counting::aggregation);
   EXPECT_EQ(tallied, aggregated);
+  EXPECT_EQ(run(Counting::tee_fused), aggregated);
+  EXPECT_EQ(run(Counting::tee_own_workers), aggregated);
   EXPECT_NE(tallied.find(R"("lines":20000,)"), std::string::npos) << tallied;
   EXPECT_NE(tallied.find(R"("rejected":225,)"), std::string::npos) << tallied;
 }

@@ -30,6 +30,8 @@ struct Batch {
   // The chunk's token (Chunk::ack), settled when the batch is destroyed; a sink that writes
   // through a buffer keeps a copy until the buffer is flushed.
   AckToken ack{};
+  // The parse worker that made it: its slot in Tallies (Tallies::count).
+  std::size_t worker = 0;
 };
 
 // One partition of a batch, for the aggregation worker that owns the partition.

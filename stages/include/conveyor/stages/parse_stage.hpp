@@ -57,7 +57,8 @@ class ParseStage {
   std::shared_ptr<const ParseConfig> config_;
   std::shared_ptr<Tallies> tallies_;
   std::unique_ptr<JsonParser> json_;
-  double output_per_byte_ = 1.5;  // of the last chunk: records' bytes for each byte of text
+  double output_per_byte_ = 1.5;   // of the last chunk: records' bytes for each byte of text
+  double records_per_byte_ = 0.0;  // of the last chunk: records for each byte of text
 };
 
 }  // namespace conveyor::stages

@@ -15,9 +15,10 @@
 //
 // Contract: summary(w), then add_batch(w, ...), for each batch, only from parse worker w; in
 // window mode the worker's slot is locked from the one to the other, so a reader waits for at
-// most a batch; a reader holds every slot and the closed windows at once, and so sees each record
-// once. merged() after the pipeline has finished; windows(), current() and totals() at
-// any time from any thread (window mode).
+// most a batch. count(batch) from any thread: it locks the slot of batch.worker throughout; a
+// reader holds every slot and the closed windows at once, and so sees each record once. merged()
+// after the pipeline has finished; windows(), current() and totals() at any time from any thread
+// (window mode).
 #pragma once
 
 #include <chrono>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "conveyor/framework/shared.hpp"
+#include "conveyor/stages/batch.hpp"
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/summary.hpp"
 
@@ -46,6 +48,9 @@ class Tallies {
           std::shared_ptr<Shared<LiveTotals>> live = nullptr, WindowOptions windows = {});
 
   [[nodiscard]] Summary& summary(std::size_t worker);
+  // Counts a parsed batch (records, line counts, live totals) into the slot of the worker that
+  // parsed it (Batch::worker), which it holds meanwhile.
+  void count(const Batch& batch);
   // Worker `worker` finished a batch: its line counts, and its records' sizes and statuses for
   // the live totals (LiveTotals::Counts::add of each record).
   void add_batch(std::size_t worker, const LineCounts& counts, const LiveTotals::Counts& records);

@@ -1,8 +1,10 @@
 // WriteStage: Batch -> Slices. Writes a batch's records and dead letters to their files (in the
 // order it receives batches: run it serial_in_order to keep the input's order), then hands each
-// partition of records on for aggregation.
+// partition of records on for aggregation. WriteSink writes shared batches and hands nothing on,
+// for a branch of a tee whose other branch counts the same batches (TallyStage).
 //
 //   conveyor::stage(WriteStage(outputs), {.mode = conveyor::Mode::serial_in_order})
+//   conveyor::sink(WriteSink(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
 // Contract: one worker (serial). A write that fails (a full disk, a closed pipe) throws
 // std::runtime_error naming the file, which fails the pipeline.
@@ -39,5 +41,18 @@ class WriteStage {
  private:
   std::shared_ptr<Outputs> outputs_;
 };
+
+class WriteSink {
+ public:
+  explicit WriteSink(std::shared_ptr<Outputs> outputs) : outputs_(std::move(outputs)) {}
+
+  void operator()(const std::shared_ptr<const Batch>& batch);
+
+ private:
+  std::shared_ptr<Outputs> outputs_;
+};
+
+// Writes `batch`'s records and dead letters to `outputs`.
+void write_batch(Outputs& outputs, const Batch& batch);
 
 }  // namespace conveyor::stages
