@@ -1,10 +1,13 @@
 // The log-ingest pipeline:
 //
-//   read (source) -> parse (parallel) -> write (serial, in order) -> done (sink)
+//   read (source) -> parse (parallel) -> tee -> count (parallel, fused into parse)
+//                                            -> write (serial, in order)
 //
 // `read` makes chunks of whole lines; `parse` turns each into records, dead letters and JSON
-// text, and counts the records into its worker's partial summary (stages::Tallies); `write`
-// writes the text in the input's order. The partial summaries are merged once the run is over.
+// text. Each batch then goes two ways side by side: `count` adds its records to the partial
+// summary of the worker that parsed it (stages::Tallies), on that worker while the records are in
+// its cache, and `write` writes its text in the input's order. The partial summaries are merged
+// once the run is over.
 #include "run.hpp"
 
 #include <atomic>
@@ -29,6 +32,7 @@
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/summary.hpp"
 #include "conveyor/stages/tallies.hpp"
+#include "conveyor/stages/tally_stage.hpp"
 #include "conveyor/stages/write_stage.hpp"
 #include "filter_error.hpp"
 #include "progress.hpp"
@@ -217,18 +221,24 @@ int run_ingest(const RunOptions& options) {
   // A top list tracks at least four times the keys it shows, so that what it shows is found.
   stages::SummaryOptions summary_options = options.summary_options;
   summary_options.top_capacity = std::max(summary_options.top_capacity, 4 * options.top);
-  // Each parse worker counts the records it parsed into its own partial summary, while their
-  // text is in its cache; the writer gets only the rendered text, in the input's order.
+  // Each batch, shared, to the count and the writer side by side. `count` is fused into the
+  // parse stage: each parse worker counts the batches it parsed, while their records are in its
+  // cache; the writer takes them through a channel, in the input's order.
   auto tallies = std::make_shared<stages::Tallies>(workers, summary_options, live);
+  using Parsed = std::shared_ptr<const stages::Batch>;
+  auto parse = [parser = stages::ParseStage(config)](Chunk chunk, Emit<Parsed>& emit) mutable {
+    emit(std::make_shared<const stages::Batch>(parser.parse(std::move(chunk), emit.worker())));
+  };
   pipeline.source(next_chunk, {.name = "read"}) |
-      stage(stages::ParseStage(config, tallies), {.name = "parse",
-                                                  .mode = Mode::parallel,
-                                                  .workers = workers,
-                                                  .channel = Channel::queue(2)}) |
-      stage(stages::WriteStage(outputs),
-            {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}) |
-      // Nothing to do per slice: on the writer's worker, not a thread of its own.
-      sink([](const stages::Slice&) {}, {.name = "done", .fuse = Fuse::always});
+      stage(std::move(parse), {.name = "parse",
+                               .mode = Mode::parallel,
+                               .workers = workers,
+                               .channel = Channel::queue(2)}) |
+      tee(chain<Parsed>() | sink(stages::TallyStage(tallies),
+                                 {.name = "count", .mode = Mode::parallel, .fuse = Fuse::always}),
+          chain<Parsed>() |
+              sink(stages::WriteSink(outputs),
+                   {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)}));
 
   interrupted.store(false, std::memory_order_relaxed);
   interrupted_source.store(files.get(), std::memory_order_release);
