@@ -279,8 +279,13 @@ void Pipeline::fuse() {
   // (one worker, and a sequencer in it).
   std::vector<std::size_t> group_workers(nodes_.size());
   std::vector<bool> group_ordered(nodes_.size());
+  // Per node, the first node of its group, and per first node, whether a branch of a tee is fused
+  // into its group (one at most: each adds a port with lanes to the group's workers).
+  std::vector<std::size_t> group_head(nodes_.size());
+  std::vector<bool> has_fused_branch(nodes_.size(), false);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     NodeBase& node = *nodes_[i];
+    group_head[i] = i;
     if (parents_[i].empty()) {  // a source
       group_workers[i] = node.workers();
       group_ordered[i] = node.sequencer();
@@ -305,7 +310,10 @@ void Pipeline::fuse() {
           : branch && node.options().fuse != Fuse::always
               ? "it is one of several branches after it, which take its items through channels"
           : branch_fused ? "another branch of the tee is fused into it: one branch at most"
-                         : detail::fusion_obstacle(before, node, workers, ordered);
+          : branch && has_fused_branch[group_head[parent]]
+              ? "a branch of an earlier tee is fused into the same workers: one per group of "
+                "fused stages"
+              : detail::fusion_obstacle(before, node, workers, ordered);
       if (node.options().fuse == Fuse::always) {
         if (!obstacle.empty()) {
           throw std::invalid_argument("stage '" + node.name() + "': cannot be fused into '" +
@@ -320,6 +328,8 @@ void Pipeline::fuse() {
     if (fused) {
       node.fuse(workers);
       ordered = ordered || node.sequencer();
+      group_head[i] = group_head[parent];
+      if (next_[parent].size() > 1) has_fused_branch[group_head[i]] = true;
     } else {
       workers = node.workers();
       ordered = node.sequencer();

@@ -460,6 +460,28 @@ TEST(PipelineTeeTest, AThrowInOrBesideAFusedBranchFailsThePipeline) {
   }
 }
 
+// An in-order stage before the tee: its worker reads its input lanes and its window gate, and
+// writes the tee's channel and, from the fused branch, that branch's own channel.
+TEST(PipelineTeeTest, AFusedBranchAfterAnInOrderStageWithChannelsOnBothSides) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 5'000;
+  Pipeline p;
+  SharedTally fused;
+  std::vector<std::uint64_t> ordered;
+  p.source(count_to(n)) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      stage([](std::uint64_t x) { return x; }, {.mode = Mode::serial_in_order}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              stage([](std::uint64_t x) { return x; }, {.fuse = conveyor::Fuse::always}) |
+              sink([&](std::uint64_t x) { fused.add(x); }, {.mode = Mode::parallel, .workers = 2}),
+          collect(ordered));
+  p.run();
+  EXPECT_EQ(fused.get(), expected_tally(n));
+  ASSERT_EQ(ordered.size(), n);
+  for (std::uint64_t i = 0; i < n; ++i)
+    ASSERT_EQ(ordered[i], i);
+}
+
 TEST(PipelineTeeTest, OneBranchAtMostIsFused) {
   Pipeline p;
   p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
@@ -468,6 +490,22 @@ TEST(PipelineTeeTest, OneBranchAtMostIsFused) {
           conveyor::chain<std::uint64_t>() |
               sink([](std::uint64_t) {}, {.name = "second", .fuse = conveyor::Fuse::always}));
   expect_rejected(p, "stage 'second': cannot be fused into 'stage-1': another branch of the tee");
+}
+
+TEST(PipelineTeeTest, OneFusedBranchPerGroupOfFusedStages) {
+  Pipeline p;
+  auto pass = [](std::uint64_t x) { return x; };
+  auto inner =
+      conveyor::chain<std::uint64_t>() |
+      stage(pass, {.name = "inner", .fuse = conveyor::Fuse::always}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([](std::uint64_t) {}, {.name = "nested", .fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  p.source(count_to(10)) | stage(pass) |
+      tee(std::move(inner), conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  expect_rejected(p,
+                  "stage 'nested': cannot be fused into 'inner': a branch of an earlier tee is "
+                  "fused into the same workers");
 }
 
 TEST(PipelineTeeTest, AFusedBranchCannotLeadToAnInOrderStage) {

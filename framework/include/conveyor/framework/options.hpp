@@ -176,8 +176,8 @@ enum class Fuse {
   // (a serial stage after several workers, an in-order stage after an unordered one, by_key or
   // broadcast dispatch, asynchronous stages). A parallel stage takes the worker count of the
   // stage it is fused into. The first stage of one branch of a tee may be fused: it gets a copy
-  // of each item on the worker that emitted it (not a route's branch, not two branches of a tee,
-  // not a branch that leads to a serial_in_order stage).
+  // of each item on the worker that emitted it (not a route's branch, not a second branch on the
+  // same workers, not a branch that leads to a serial_in_order stage).
   always,
   // Never fused: the stage has workers and a channel of its own.
   never,

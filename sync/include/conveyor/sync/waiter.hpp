@@ -77,7 +77,9 @@ class Waiter {
     const void* self = nullptr;
     void (*run)(const void* self) = nullptr;
   };
-  static constexpr std::size_t max_rechecks = 3;
+  // A pipeline worker's: its input lanes, its ordering window, and the lanes out of its fused
+  // group (two edges when a branch of a tee is fused into it).
+  static constexpr std::size_t max_rechecks = 4;
 
   void add_recheck(Recheck recheck) noexcept {
     CONVEYOR_CONTRACT(rechecks_count_ < max_rechecks, "Waiter: too many rechecks");
