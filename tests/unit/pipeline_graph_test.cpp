@@ -155,18 +155,21 @@ TEST(PipelineTeeTest, EveryBranchEndsAndFlushesOnce) {
   EXPECT_EQ(items_b.load(), 1000U);
 }
 
+// Passes items on; throws at item 500 when `position` is `here`.
+auto pass_or_throw_at(int position, int here) {
+  return [position, here](std::uint64_t x) {
+    if (position == here && x == 500) throw std::runtime_error("boom");
+    return x;
+  };
+}
+
 // Throws from the trunk, from each branch's stage and from each branch's sink: run() rethrows, and
 // no worker is left waiting.
 TEST(PipelineTeeTest, AThrowFromAnyPositionFailsThePipeline) {
   Watchdog watchdog;
   for (int position = 0; position < 5; ++position) {
     Pipeline p;
-    auto maybe_throw = [position](int here) {
-      return [position, here](std::uint64_t x) {
-        if (position == here && x == 500) throw std::runtime_error("boom");
-        return x;
-      };
-    };
+    auto maybe_throw = [position](int here) { return pass_or_throw_at(position, here); };
     p.source(count_to(100'000)) | stage(maybe_throw(0), {.mode = Mode::parallel, .workers = 2}) |
         tee(conveyor::chain<std::uint64_t>() | stage(maybe_throw(1)) |
                 sink([f = maybe_throw(2)](std::uint64_t x) { (void)f(x); },
@@ -440,12 +443,7 @@ TEST(PipelineTeeTest, AThrowInOrBesideAFusedBranchFailsThePipeline) {
   Watchdog watchdog;
   for (int position = 0; position < 3; ++position) {
     Pipeline p;
-    auto maybe_throw = [position](int here) {
-      return [position, here](std::uint64_t x) {
-        if (position == here && x == 500) throw std::runtime_error("boom");
-        return x;
-      };
-    };
+    auto maybe_throw = [position](int here) { return pass_or_throw_at(position, here); };
     p.source(count_to(100'000)) |
         stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
         tee(conveyor::chain<std::uint64_t>() |
