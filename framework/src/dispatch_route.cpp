@@ -1,7 +1,8 @@
 // The edge out of a route: each item goes to the first branch whose predicate it matches, else to
 // the last branch (the default), into the lane of that branch its number picks; the port waits
 // while that lane is full. On a numbered edge every other branch that restores order gets a gap
-// with the item's tag (gap_lanes), so that its in-order stage does not wait for the number.
+// with the item's tag (gap_lanes), so that its in-order stage does not wait for the number. A run
+// is split by branch (branches, branch_of, branch_lane) into one sparse batch per branch.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -29,7 +30,7 @@ class Route final : public DispatchPolicy {
 
   [[nodiscard]] std::size_t lane_of(const void* item, std::uint64_t seq,
                                     std::size_t /*lanes*/) const override {
-    return lane_in(item != nullptr ? branch_of(item) : 0, seq);
+    return branch_lane(item != nullptr ? branch_of(item) : 0, seq);
   }
 
   void gap_lanes(std::uint64_t seq, std::size_t chosen,
@@ -38,7 +39,7 @@ class Route final : public DispatchPolicy {
       if (!ordered_[branch] || (chosen >= starts_[branch] && chosen < starts_[branch + 1])) {
         continue;
       }
-      lanes.push_back(lane_in(branch, seq));
+      lanes.push_back(branch_lane(branch, seq));
     }
   }
 
@@ -46,19 +47,26 @@ class Route final : public DispatchPolicy {
     return port.push_waiting(lane, false, push);
   }
 
- private:
-  [[nodiscard]] std::size_t branch_of(const void* item) const {
+  [[nodiscard]] std::size_t branches() const noexcept override { return starts_.size() - 1; }
+
+  [[nodiscard]] std::size_t branch_of(const void* item) const override {
     for (std::size_t branch = 0; branch < predicates_.size(); ++branch) {
       if (predicates_[branch](item)) return branch;
     }
     return predicates_.size();
   }
 
-  [[nodiscard]] std::size_t lane_in(std::size_t branch, std::uint64_t seq) const noexcept {
+  [[nodiscard]] bool branch_ordered(std::size_t branch) const noexcept override {
+    return ordered_[branch];
+  }
+
+  [[nodiscard]] std::size_t branch_lane(std::size_t branch,
+                                        std::uint64_t seq) const noexcept override {
     const std::size_t count = starts_[branch + 1] - starts_[branch];
     return starts_[branch] + (count == 1 ? 0 : static_cast<std::size_t>(seq % count));
   }
 
+ private:
   const std::vector<std::size_t> starts_;
   const std::vector<std::function<bool(const void*)>> predicates_;
   const std::vector<bool> ordered_;

@@ -552,9 +552,9 @@ TEST(PipelineTeeTest, WithoutATeeAStageHasOneNext) {
 
 // --- route ---
 
-auto collect_in_order(std::vector<std::uint64_t>& out) {
-  return conveyor::chain<std::uint64_t>() |
-         sink([&out](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+auto collect_in_order(std::vector<std::uint64_t>& out, std::size_t batch = 1) {
+  return conveyor::chain<std::uint64_t>() | sink([&out](std::uint64_t x) { out.push_back(x); },
+                                                 {.mode = Mode::serial_in_order, .batch = batch});
 }
 
 bool divisible_by_3(std::uint64_t x) {
@@ -628,6 +628,63 @@ TEST(PipelineRouteTest, EachBranchRestoresTheSourceOrderAfterParallelStages) {
     EXPECT_EQ(small, want_small) << "batch " << batch;
     EXPECT_EQ(large, want_large) << "batch " << batch;
     EXPECT_EQ(unordered.get(), want_middle) << "batch " << batch;
+  }
+}
+
+// Batched, a mapping stage before a route sends each run split by branch. Items go in stretches
+// of 100 to one branch, so that many runs give a branch nothing at all (its in-order stage still
+// needs their numbers); one in-order branch has a parallel stage first, which passes each number
+// it did not get on as a gap; a third branch does not restore order. Small windows keep early
+// batches waiting in the reorder buffers. Each branch gets exactly its items, once, in order.
+TEST(PipelineRouteTest, BatchedRunsSplitByBranchKeepEveryBranchExact) {
+  Watchdog watchdog;
+  constexpr std::uint64_t count = 30'000;
+  auto jitter = [](std::uint64_t x) {
+    thread_local std::minstd_rand random(std::random_device{}());
+    if (random() % 128 == 0) std::this_thread::sleep_for(std::chrono::microseconds(random() % 100));
+    return x;
+  };
+  for (const std::size_t batch : {std::size_t{8}, std::size_t{64}}) {
+    Pipeline p;
+    std::vector<std::uint64_t> direct;
+    std::vector<std::uint64_t> behind;
+    SharedTally unordered;
+    p.source(count_to(count)) |
+        stage(jitter, {.mode = Mode::parallel,
+                       .workers = 2,
+                       .channel = conveyor::Channel::queue(4),
+                       .batch = batch}) |
+        route(
+            when([](std::uint64_t x) { return x / 100 % 3 == 0; }, collect_in_order(direct, batch)),
+            when([](std::uint64_t x) { return x / 100 % 3 == 1; },
+                 conveyor::chain<std::uint64_t>() |
+                     stage(
+                         jitter,
+                         {.name = "behind", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+                     collect_in_order(behind, batch)),
+            otherwise(
+                conveyor::chain<std::uint64_t>() |
+                sink([&](std::uint64_t x) { unordered.add(x); },
+                     {.name = "unordered", .mode = Mode::parallel, .workers = 2, .batch = batch})));
+    p.run();
+    std::vector<std::uint64_t> want_direct;
+    std::vector<std::uint64_t> want_behind;
+    Tally want_unordered;
+    for (std::uint64_t x = 0; x < count; ++x) {
+      if (x / 100 % 3 == 0) {
+        want_direct.push_back(x);
+      } else if (x / 100 % 3 == 1) {
+        want_behind.push_back(x);
+      } else {
+        want_unordered.add(x);
+      }
+    }
+    EXPECT_EQ(direct, want_direct) << "batch " << batch;
+    EXPECT_EQ(behind, want_behind) << "batch " << batch;
+    EXPECT_EQ(unordered.get(), want_unordered) << "batch " << batch;
+    const conveyor::PipelineStats stats = p.stats();
+    EXPECT_EQ(stats.stage("behind")->items_in, want_behind.size()) << "batch " << batch;
+    EXPECT_EQ(stats.stage("unordered")->items_in, want_unordered.count) << "batch " << batch;
   }
 }
 

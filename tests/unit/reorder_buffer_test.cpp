@@ -230,6 +230,66 @@ TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
   EXPECT_FALSE(buffer.holding());
 }
 
+// A route's batch for one branch: the items numbered `seqs` of a run over [first, first + span).
+conveyor::detail::Batch<int> sparse_of(std::uint64_t first, std::uint64_t span,
+                                       std::initializer_list<std::uint64_t> seqs,
+                                       std::size_t capacity = 4) {
+  conveyor::detail::Batch<int> batch;
+  batch.reserve(capacity);
+  batch.start_sparse(first, span, true);
+  for (const std::uint64_t seq : seqs)
+    batch.append_sparse(seq, static_cast<int>(seq * 10));
+  return batch;
+}
+
+TEST(ReorderBufferTest, ASparseBatchInItsTurnReleasesItsGapsToo) {
+  ReorderBuffer<int> buffer(8);
+  std::vector<int> out;
+  auto batch = sparse_of(0, 4, {1, 2});
+  buffer.add_sparse(batch, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{10, 20}));
+  EXPECT_EQ(buffer.released(), 4U);
+  EXPECT_FALSE(buffer.holding());
+}
+
+TEST(ReorderBufferTest, AnEarlySparseBatchIsKeptWholeUntilItsFirstNumber) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  auto late = sparse_of(4, 4, {5, 7});
+  buffer.add_sparse(late, Collect{&out});
+  EXPECT_TRUE(buffer.holding());
+  EXPECT_EQ(late.capacity(), 0U);    // the buffer took it
+  auto empty = sparse_of(8, 2, {});  // only gaps: every item went to other branches
+  buffer.add_sparse(empty, Collect{&out});
+  auto early = run_of(0, {0, 1, 2, 3});
+  buffer.add_run(early, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 50, 70}));
+  EXPECT_EQ(buffer.released(), 10U);
+  EXPECT_FALSE(buffer.holding());
+  EXPECT_EQ(buffer.spare().size(), 2U);  // both were parked, and both come back
+}
+
+TEST(ReorderBufferTest, AShortEarlySparseBatchGoesSlotBySlot) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  auto short_one = sparse_of(2, 2, {3}, 8);
+  buffer.add_sparse(short_one, Collect{&out});
+  EXPECT_GE(short_one.capacity(), 8U);  // not taken: the caller recycles it
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0}));
+  buffer.add(Entry<int>{Tag::fresh(1), 1}, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 1, 30}));
+  EXPECT_EQ(buffer.released(), 4U);
+  EXPECT_FALSE(buffer.holding());
+}
+
+TEST(ReorderBufferDeathTest, ASparseBatchReachingPastTheWindowIsAContractViolation) {
+  ReorderBuffer<int> buffer(4);
+  std::vector<int> out;
+  auto batch = sparse_of(2, 3, {3});
+  EXPECT_DEATH(buffer.add_sparse(batch, Collect{&out}), "outside the window");
+}
+
 TEST(ReorderBufferDeathTest, ARunReachingPastTheWindowIsAContractViolation) {
   ReorderBuffer<int> buffer(4);
   std::vector<int> out;
@@ -317,6 +377,45 @@ TEST(BatchTest, AnItemWithoutANumberIsNeverARun) {
   ASSERT_EQ(seen.size(), 2U);
   EXPECT_FALSE(seen[0].first.sequenced());
   EXPECT_EQ(seen[1].first.seq, 0U);
+}
+
+TEST(BatchTest, ASparseBatchVisitsItsItemsAndTheGapsBetweenThem) {
+  Batch<int> batch;
+  batch.start_sparse(10, 5, true);
+  batch.append_sparse(11, 110);
+  batch.append_sparse(12, 120);
+  EXPECT_TRUE(batch.is_sparse());
+  EXPECT_FALSE(batch.is_run());
+  EXPECT_EQ(batch.size(), 2U);
+  const auto seen = contents(batch);
+  ASSERT_EQ(seen.size(), 5U);
+  const int want[] = {-1, 110, 120, -1, -1};
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(seen[i].first.seq, 10U + i);
+    EXPECT_EQ(seen[i].first.width, Tag::whole);
+    EXPECT_EQ(seen[i].second, want[i]);
+  }
+}
+
+TEST(BatchTest, ASparseBatchWithoutGapsVisitsOnlyItsItems) {
+  Batch<int> batch;
+  batch.start_sparse(10, 5, false);
+  batch.append_sparse(13, 130);
+  const auto seen = contents(batch);
+  ASSERT_EQ(seen.size(), 1U);
+  EXPECT_EQ(seen[0].first.seq, 13U);
+  batch.clear();
+  EXPECT_TRUE(batch.is_run());
+  batch.append_value(0, 1);
+  EXPECT_EQ(contents(batch).size(), 1U);
+}
+
+TEST(BatchDeathTest, SparseNumbersMustIncreaseWithinTheSpan) {
+  Batch<int> batch;
+  batch.start_sparse(10, 5, true);
+  batch.append_sparse(12, 120);
+  EXPECT_DEATH(batch.append_sparse(11, 110), "increasing numbers within the span");
+  EXPECT_DEATH(batch.append_sparse(15, 150), "increasing numbers within the span");
 }
 
 TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {

@@ -67,6 +67,15 @@ class DispatchPolicy {
   [[nodiscard]] virtual bool routes() const noexcept { return false; }
   virtual void gap_lanes(std::uint64_t /*seq*/, std::size_t /*chosen*/,
                          std::vector<std::size_t>& /*lanes*/) const {}
+  // A route's policy, for a run split by branch: how many branches, the branch of `item`, the lane
+  // of branch `branch` for number `seq`, and whether the branch restores order.
+  [[nodiscard]] virtual std::size_t branches() const noexcept { return 0; }
+  [[nodiscard]] virtual std::size_t branch_of(const void* /*item*/) const { return 0; }
+  [[nodiscard]] virtual std::size_t branch_lane(std::size_t /*branch*/,
+                                                std::uint64_t /*seq*/) const noexcept {
+    return 0;
+  }
+  [[nodiscard]] virtual bool branch_ordered(std::size_t /*branch*/) const noexcept { return false; }
   // Delivers the parcel that `push` pushes; `lane` is lane_of's answer for a keyed policy.
   virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
 };

@@ -69,8 +69,9 @@ class OutPort : public OutLanes {
   // --- Whole runs (batch-level fast paths) ---
   //
   // A run of whole items can go out as one parcel, without the per-item path, when items go out
-  // batched, no item needs its own lane (not by_key) and the port does not number items for an
-  // in-order stage itself (not a sequencer; `pull` handles sources).
+  // batched, no item needs its own lane (not by_key; a route on a numbered edge splits the run by
+  // branch instead) and the port does not number items for an in-order stage itself (not a
+  // sequencer; `pull` handles sources).
 
   // Whether send_run() takes a run of `size` items.
   [[nodiscard]] bool takes_runs_of(std::size_t size) const noexcept {

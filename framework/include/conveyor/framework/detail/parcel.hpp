@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -78,7 +79,10 @@ struct WholeItem {
 // sequencer, or from a stage that maps each input to one output); those are kept as a run: the
 // first number and the values, without a tag per item, which makes a batch of small items
 // several times smaller. The first entry that does not continue the run turns the batch into a
-// list of tagged entries.
+// list of tagged entries. A route splits a run by branch into *sparse* batches: each holds, as
+// whole entries in increasing order, the items of the run that went to its branch, and covers the
+// run's numbers [first, first + span): the numbers it does not hold are gaps if it `has_gaps` (a
+// branch that restores order), and belong to other branches otherwise.
 template <class T>
 class Batch {
  public:
@@ -88,8 +92,9 @@ class Batch {
   Batch(const Batch&) = default;
   Batch& operator=(const Batch&) = default;
 
+  // The entries it holds: items and tagged gaps (a sparse batch's implied gaps are not counted).
   [[nodiscard]] std::size_t size() const noexcept {
-    return tagged_ ? entries_.size() : values_.size();
+    return form_ == Form::run ? values_.size() : entries_.size();
   }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   [[nodiscard]] std::size_t capacity() const noexcept {
@@ -101,24 +106,70 @@ class Batch {
   void clear() noexcept {
     values_.clear();
     entries_.clear();
-    tagged_ = false;
+    form_ = Form::run;
   }
 
   // Whether the batch is a run: whole items numbered first(), first() + 1, ..., in values().
-  [[nodiscard]] bool is_run() const noexcept { return !tagged_; }
+  [[nodiscard]] bool is_run() const noexcept { return form_ == Form::run; }
   [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
   [[nodiscard]] std::vector<T>& values() noexcept { return values_; }
+
+  // Whether the batch is sparse: whole entries with increasing numbers within [first(), first() +
+  // span()), in entries().
+  [[nodiscard]] bool is_sparse() const noexcept { return form_ == Form::sparse; }
+  [[nodiscard]] std::uint64_t span() const noexcept { return span_; }
+  [[nodiscard]] bool has_gaps() const noexcept { return has_gaps_; }
+  [[nodiscard]] std::vector<Entry<T>>& entries() noexcept { return entries_; }
+
+  // Makes this empty batch a sparse one over [first, first + span).
+  void start_sparse(std::uint64_t first, std::uint64_t span, bool has_gaps) {
+    CONVEYOR_CONTRACT(empty() && form_ == Form::run && span >= 1 &&
+                          span <= std::numeric_limits<std::uint32_t>::max() &&
+                          first != Tag::unsequenced_seq,
+                      "Batch::start_sparse: an empty batch, and at least one number");
+    form_ = Form::sparse;
+    first_ = first;
+    span_ = static_cast<std::uint32_t>(span);
+    has_gaps_ = has_gaps;
+  }
+
+  // A whole item numbered `seq` into a sparse batch. Contract: seq is above the numbers before it
+  // and within the span.
+  void append_sparse(std::uint64_t seq, T&& value) {
+    CONVEYOR_CONTRACT(form_ == Form::sparse && seq - first_ < span_ &&
+                          (entries_.empty() || seq > entries_.back().tag.seq),
+                      "Batch::append_sparse: increasing numbers within the span");
+    entries_.push_back(Entry<T>{Tag::fresh(seq), std::move(value)});
+  }
+
+  // Moves into a sparse batch the `count` items of `run` (numbered from run.first()) whose entry
+  // in `picks` is `pick`, in order: one branch's share of a run that a route splits.
+  // Contract: those numbers lie above this batch's and within its span.
+  template <class Pick>
+  [[gnu::flatten]] void take_picked(Batch& run, const std::vector<Pick>& picks, Pick pick,
+                                    std::size_t count) {
+    CONVEYOR_CONTRACT(form_ == Form::sparse && run.form_ == Form::run &&
+                          picks.size() == run.values_.size() && run.first_ >= first_ &&
+                          run.first_ + picks.size() - first_ <= span_ &&
+                          (entries_.empty() || run.first_ > entries_.back().tag.seq),
+                      "Batch::take_picked: a run within the span, above the numbers before it");
+    entries_.reserve(entries_.size() + count);
+    for (std::size_t i = 0; i < picks.size(); ++i) {
+      if (picks[i] == pick)
+        entries_.push_back(Entry<T>{Tag::fresh(run.first_ + i), std::move(run.values_[i])});
+    }
+  }
 
   // Whether an item numbered `seq` would end the run this batch holds (rather than start or
   // continue it).
   [[nodiscard]] bool breaks_run(std::uint64_t seq) const noexcept {
-    return !tagged_ && !values_.empty() && seq != first_ + values_.size();
+    return form_ == Form::run && !values_.empty() && seq != first_ + values_.size();
   }
 
   // The run's values, to append whole items numbered first() + size() onwards in one loop; an
   // empty batch starts its run at `next`. Contract: the batch is a run that `next` continues.
   [[nodiscard]] std::vector<T>& extend_run(std::uint64_t next) noexcept {
-    CONVEYOR_CONTRACT(!tagged_ && next != Tag::unsequenced_seq &&
+    CONVEYOR_CONTRACT(form_ == Form::run && next != Tag::unsequenced_seq &&
                           (values_.empty() || next == first_ + values_.size()),
                       "Batch::extend_run: the numbers must continue the run");
     if (values_.empty()) first_ = next;
@@ -127,14 +178,14 @@ class Batch {
 
   // Gives the run new numbers: first(), first() + 1, ... become first, first + 1, ...
   void renumber(std::uint64_t first) noexcept {
-    CONVEYOR_CONTRACT(!tagged_, "Batch::renumber: only a run can be renumbered");
+    CONVEYOR_CONTRACT(form_ == Form::run, "Batch::renumber: only a run can be renumbered");
     first_ = first;
   }
 
   // A whole item with number `seq` (the common case): continues the run without building an Entry,
   // whose tag and optional would be stored on the stack and read straight back.
   [[gnu::always_inline]] void append_value(std::uint64_t seq, T&& value) {
-    if (!tagged_ && seq != Tag::unsequenced_seq) {
+    if (form_ == Form::run && seq != Tag::unsequenced_seq) {
       if (values_.empty()) {
         first_ = seq;
         values_.push_back(std::move(value));
@@ -149,7 +200,8 @@ class Batch {
   }
 
   [[gnu::always_inline]] void append(Entry<T>&& entry) {
-    if (!tagged_) {
+    CONVEYOR_CONTRACT(form_ != Form::sparse, "Batch::append: not into a sparse batch");
+    if (form_ == Form::run) {
       // An item without a number (from a flush hook) neither starts nor continues a run.
       const bool continues = entry.value && entry.tag.width == Tag::whole &&
                              entry.tag.sequenced() &&
@@ -164,12 +216,25 @@ class Batch {
     entries_.push_back(std::move(entry));
   }
 
-  // Calls visit(tag, value) for each entry in order; `value` is null for a gap.
+  // Calls visit(tag, value) for each entry in order; `value` is null for a gap (a sparse batch's
+  // too, one by one, if it has gaps).
   template <class Visit>
   void for_each(Visit&& visit) {
-    if (!tagged_) {
+    if (form_ == Form::run) {
       for (std::size_t i = 0; i < values_.size(); ++i)
         visit(Tag::fresh(first_ + i), &values_[i]);
+      return;
+    }
+    if (form_ == Form::sparse && has_gaps_) {
+      std::uint64_t next = first_;
+      for (Entry<T>& entry : entries_) {
+        for (; next < entry.tag.seq; ++next)
+          visit(Tag::fresh(next), static_cast<T*>(nullptr));
+        visit(entry.tag, &*entry.value);
+        next = entry.tag.seq + 1;
+      }
+      for (; next < first_ + span_; ++next)
+        visit(Tag::fresh(next), static_cast<T*>(nullptr));
       return;
     }
     for (Entry<T>& entry : entries_)
@@ -183,13 +248,17 @@ class Batch {
       entries_.push_back(Entry<T>{Tag::fresh(first_ + i), std::move(values_[i])});
     }
     values_.clear();
-    tagged_ = true;
+    form_ = Form::tagged;
   }
 
+  enum class Form : std::uint8_t { run, sparse, tagged };
+
   std::uint64_t first_ = 0;
-  bool tagged_ = false;
-  std::vector<T> values_;          // the run: values_[i] has number first_ + i
-  std::vector<Entry<T>> entries_;  // once tagged
+  std::uint32_t span_ = 0;  // sparse
+  Form form_ = Form::run;
+  bool has_gaps_ = false;          // sparse
+  std::vector<T> values_;          // a run: values_[i] has number first_ + i
+  std::vector<Entry<T>> entries_;  // tagged or sparse
 };
 
 template <class T>

@@ -7,7 +7,8 @@
 // lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
 // comes early and is at least half full is kept whole rather than slot by slot, and goes out whole
 // when its turn comes; its storage (at most twice what its items need) then goes back to the
-// producers. Entries without a number (from flush hooks upstream) are kept apart and given out
+// producers. A sparse batch with gaps (a route's, parcel.hpp) is kept the same way, by the numbers
+// it covers. Entries without a number (from flush hooks upstream) are kept apart and given out
 // after the stream.
 //
 // Contract: used by one worker only.
@@ -100,6 +101,30 @@ class ReorderBuffer {
     release_complete(deliver);
   }
 
+  // Takes a sparse batch with gaps (parcel.hpp): its items and the gaps between them, handled as
+  // add_run handles a run of the numbers it covers.
+  template <class Deliver>
+  void add_sparse(Batch<T>& batch, Deliver&& deliver) {
+    CONVEYOR_CONTRACT(batch.is_sparse() && batch.has_gaps(),
+                      "ReorderBuffer::add_sparse: a sparse batch that covers its gaps");
+    const std::uint64_t first = batch.first();
+    const std::uint64_t span = batch.span();
+    CONVEYOR_CONTRACT(first >= next_ && first + span - next_ <= slots_.size(),
+                      "ReorderBuffer: a sequence number outside the window arrived");
+    if (first != next_) {
+      if (span * 2 < batch.capacity()) {
+        batch.for_each([&](const Tag& tag, T* value) { add(tag, value, deliver); });
+        return;
+      }
+      parked_.push_back(std::move(batch));
+      return;
+    }
+    next_ += span;
+    for (Entry<T>& entry : batch.entries())
+      deliver(std::move(*entry.value));
+    release_complete(deliver);
+  }
+
   // Batch storage that parked runs no longer need.
   [[nodiscard]] std::vector<Batch<T>>& spare() noexcept { return spare_; }
 
@@ -167,7 +192,7 @@ class ReorderBuffer {
     }
   }
 
-  // Gives out the parked run that starts at next_, if there is one.
+  // Gives out the parked run (or sparse batch) that starts at next_, if there is one.
   template <class Deliver>
   bool release_parked_run(Deliver& deliver) {
     for (std::size_t i = 0; i < parked_.size(); ++i) {
@@ -176,9 +201,15 @@ class ReorderBuffer {
       Batch<T> run = std::move(parked_[i]);
       if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();
-      next_ += run.size();
-      for (T& value : run.values())
-        deliver(std::move(value));
+      if (run.is_sparse()) {
+        next_ += run.span();
+        for (Entry<T>& entry : run.entries())
+          deliver(std::move(*entry.value));
+      } else {
+        next_ += run.size();
+        for (T& value : run.values())
+          deliver(std::move(value));
+      }
       run.clear();
       spare_.push_back(std::move(run));
       return true;
@@ -187,7 +218,7 @@ class ReorderBuffer {
   }
 
   std::vector<Slot> slots_;
-  std::vector<Batch<T>> parked_;  // runs that came early, kept whole (a few: one per producer)
+  std::vector<Batch<T>> parked_;  // runs and sparse batches that came early, kept whole
   std::vector<Batch<T>> spare_;
   std::vector<PartOrder> order_;
   std::uint64_t next_ = 0;

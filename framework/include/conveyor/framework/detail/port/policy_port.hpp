@@ -42,9 +42,11 @@ class PolicyPort final : public OutPort<T> {
   PolicyPort(WorkerContext& worker, WorkerCounters& counters,
              const typename OutPort<T>::Lanes& lanes, const Dispatch& dispatch, std::size_t batch,
              bool sequencer, WindowGate* gate)
-      : OutPort<T>(worker, counters, lanes, gate, batch, Tagger::forwards,
-                   takes_runs && !sequencer && !dispatch.policy().keyed(),
-                   pulls && !dispatch.policy().keyed()),
+      : OutPort<T>(
+            worker, counters, lanes, gate, batch, Tagger::forwards,
+            takes_runs && !sequencer &&
+                (!dispatch.policy().keyed() || (dispatch.policy().routes() && Tagger::forwards)),
+            pulls && !dispatch.policy().keyed()),
         lanes_(lanes.lanes),
         dispatch_(dispatch.policy()),
         keyed_(dispatch_.keyed()),
@@ -74,6 +76,7 @@ class PolicyPort final : public OutPort<T> {
                         "OutPort::send_run: a run the port can take whole");
       this->counters().items_out.add(run.size());
       tagger_.number_run(*this, run);
+      if (routes_) return route_run(std::move(run));
       return batcher_.send_run(*this, std::move(run));
     } else {
       CONVEYOR_CONTRACT(false, "OutPort::send_run: a run the port can take whole");
@@ -136,6 +139,43 @@ class PolicyPort final : public OutPort<T> {
     }
     return true;
   }
+  // A route's run, split by branch into sparse batches (parcel.hpp): each branch that got an item,
+  // or restores order, gets one batch over the run's numbers, in its lane for the first of them,
+  // instead of a gap for every item it did not get. The run's storage holds a later split.
+  bool route_run(Batch<T>&& run) {
+    const std::uint64_t first = run.first();
+    const std::uint64_t span = run.size();
+    if (span == 0) return !this->worker().cancelled();
+    // The branch of each item first (the predicates may throw), then each branch's share.
+    const std::size_t branches = dispatch_.branches();
+    picks_.resize(span);
+    picked_.assign(branches, 0);
+    std::vector<T>& values = run.values();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto branch = static_cast<std::uint32_t>(dispatch_.branch_of(&values[i]));
+      picks_[i] = branch;
+      ++picked_[branch];
+    }
+    bool sent = true;
+    for (std::uint32_t branch = 0; branch < branches; ++branch) {
+      if (picked_[branch] == 0 && !dispatch_.branch_ordered(branch)) continue;
+      Batch<T> part = split_batch();
+      part.start_sparse(first, span, dispatch_.branch_ordered(branch));
+      part.take_picked(run, picks_, branch, picked_[branch]);
+      Parcel<T> parcel(std::move(part));
+      sent = sent &&
+             deliver(dispatch_.branch_lane(branch, first), ParcelDelivery<T>{lanes_, parcel, this});
+    }
+    run.clear();
+    split_spares_.push_back(std::move(run));
+    return sent;
+  }
+  Batch<T> split_batch() {
+    if (split_spares_.empty()) return this->fresh_batch();
+    Batch<T> batch = std::move(split_spares_.back());
+    split_spares_.pop_back();
+    return batch;
+  }
   // Into the lane the dispatch policy tries first, if it has room; otherwise the policy chooses.
   template <class Delivery>
   [[gnu::always_inline]] bool deliver(std::size_t lane, Delivery&& delivery) {
@@ -171,6 +211,9 @@ class PolicyPort final : public OutPort<T> {
   const bool keyed_;
   const bool routes_;
   std::vector<std::size_t> gap_lanes_;
+  std::vector<std::uint32_t> picks_;    // route_run: each item's branch
+  std::vector<std::size_t> picked_;     // route_run: how many items each branch got
+  std::vector<Batch<T>> split_spares_;  // storage for route_run's batches
   using FirstTry = DispatchPolicy::FirstTry;
   const FirstTry first_try_;
   Tagger tagger_;
