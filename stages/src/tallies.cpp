@@ -51,14 +51,8 @@ void Tallies::count(const Batch& batch) {
   if (!windowed()) held = std::unique_lock(slots_.at(worker)->mutex);
   Summary& partial = summary(worker);
   LiveTotals::Counts live;
-  constexpr std::size_t ahead = 8;
-  for (const std::vector<Record>& records : batch.partitions) {
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      if (i + ahead < records.size()) Summary::prefetch(records[i + ahead]);
-      partial.add(records[i]);
-      live.add(records[i]);
-    }
-  }
+  for (const std::vector<Record>& records : batch.partitions)
+    partial.add_all(records, [&live](const Record& record) { live.add(record); });
   add_batch(worker, batch.counts, live);
 }
 

@@ -30,14 +30,7 @@ class AggregateStage {
 
   void process(const Slice& slice, Emit<Summary>& emit) {
     partial_.add(slice.counts);
-    // A record's texts point into its chunk, which was parsed on another worker long enough ago
-    // to have left this core's caches; asking for them a few records ahead hides the misses.
-    const std::vector<Record>& records = slice.records;
-    constexpr std::size_t ahead = 8;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      if (i + ahead < records.size()) Summary::prefetch(records[i + ahead]);
-      partial_.add(records[i]);
-    }
+    partial_.add_all(slice.records);
     if (live_) {
       live_->access(LiveTotals::update,
                     [&](LiveTotals& totals) { totals.add(emit.worker(), slice); });
