@@ -688,6 +688,34 @@ TEST(PipelineRouteTest, BatchedRunsSplitByBranchKeepEveryBranchExact) {
   }
 }
 
+// Unbatched, the gaps a worker owes a branch wait in a gap set until the set is full or the worker
+// flushes. With one-slot channels the ordering window is small, so the source stops while a
+// branch still waits for a gap: the workers must send their sets when they run dry, not hang.
+TEST(PipelineRouteTest, OwedGapsGoOutWhenTheWindowIsSmall) {
+  Watchdog watchdog;
+  constexpr std::uint64_t count = 20'000;
+  const conveyor::StageOptions one_slot{.mode = Mode::serial_in_order,
+                                        .channel = conveyor::Channel::queue(1)};
+  std::vector<std::uint64_t> rare;
+  std::vector<std::uint64_t> most;
+  Pipeline p;
+  p.source(count_to(count)) |
+      stage([](std::uint64_t x) { return x; },
+            {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}) |
+      route(when([](std::uint64_t x) { return x % 97 == 0; },
+                 conveyor::chain<std::uint64_t>() |
+                     sink([&](std::uint64_t x) { rare.push_back(x); }, one_slot)),
+            otherwise(conveyor::chain<std::uint64_t>() |
+                      sink([&](std::uint64_t x) { most.push_back(x); }, one_slot)));
+  p.run();
+  std::vector<std::uint64_t> want_rare;
+  std::vector<std::uint64_t> want_most;
+  for (std::uint64_t x = 0; x < count; ++x)
+    (x % 97 == 0 ? want_rare : want_most).push_back(x);
+  EXPECT_EQ(rare, want_rare);
+  EXPECT_EQ(most, want_most);
+}
+
 // A stage before the route emits several items for some inputs and none for others: their parts
 // and gaps reach the in-order branches in order.
 TEST(PipelineRouteTest, SplitsAndGapsBeforeTheRouteKeepEachBranchInOrder) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -81,6 +82,24 @@ TEST(ReorderBufferTest, GapsReleaseTheirNumberWithoutAValue) {
   buffer.add(Entry<int>{Tag::fresh(0), std::nullopt}, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{10}));
   EXPECT_EQ(buffer.released(), 2U);
+}
+
+TEST(ReorderBufferTest, AGapSetReleasesEachOfItsNumbers) {
+  ReorderBuffer<int> buffer(128);
+  std::vector<int> out;
+  // Gaps 1, 3 and 64: bits 0, 2 and 63 of a set that starts at 1.
+  buffer.add(Entry<int>{Tag::gap_set(1, (1ULL << 0) | (1ULL << 2) | (1ULL << 63)), std::nullopt},
+             Collect{&out});
+  EXPECT_EQ(buffer.released(), 0U);
+  buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
+  EXPECT_EQ(buffer.released(), 2U);  // 0, and the gap 1
+  buffer.add(Entry<int>{Tag::fresh(2), 2}, Collect{&out});
+  EXPECT_EQ(buffer.released(), 4U);  // 2, and the gap 3
+  for (int seq = 4; seq < 64; ++seq)
+    buffer.add(Entry<int>{Tag::fresh(static_cast<std::uint64_t>(seq)), seq}, Collect{&out});
+  EXPECT_EQ(buffer.released(), 65U);  // up to the gap 64 (bit 63)
+  EXPECT_EQ(out.size(), 62U);
+  EXPECT_FALSE(buffer.holding());
 }
 
 TEST(ReorderBufferTest, PartsComeOutByOffsetOnceWhole) {

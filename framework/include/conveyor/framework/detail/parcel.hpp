@@ -13,6 +13,10 @@
 //
 // Items emitted by the flush hook of a non-sequencer stage belong to no number (`unsequenced`);
 // an in-order stage passes them on after the stream.
+//
+// A *gap set* is one tag for up to 64 gaps of whole numbers: seq + i for each bit i of its
+// `offset`, marked by a width of 0, which no part of a number has. A route that sends items one by
+// one collects the gaps it owes a branch into one (policy_port.hpp).
 #pragma once
 
 #include <algorithm>
@@ -42,6 +46,12 @@ struct Tag {
   static constexpr Tag unsequenced() noexcept { return Tag{unsequenced_seq, 0, whole}; }
 
   [[nodiscard]] constexpr bool sequenced() const noexcept { return seq != unsequenced_seq; }
+
+  // The gaps first + i for each bit i of `bits` (not 0).
+  static constexpr Tag gap_set(std::uint64_t first, std::uint64_t bits) noexcept {
+    return Tag{first, bits, 0};
+  }
+  [[nodiscard]] constexpr bool is_gap_set() const noexcept { return width == 0; }
 
   // The index-th of `count` parts of this tag (count >= 1); the last part takes the remainder.
   [[nodiscard]] Tag part(std::uint64_t index, std::uint64_t count) const {

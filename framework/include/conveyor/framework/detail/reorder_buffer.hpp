@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -46,6 +47,13 @@ class ReorderBuffer {
   void add(const Tag& tag, T* value, Deliver&& deliver) {
     if (!tag.sequenced()) {
       if (value != nullptr) unsequenced_.push_back(std::move(*value));
+      return;
+    }
+    if (tag.is_gap_set()) {
+      for (std::uint64_t bits = tag.offset; bits != 0; bits &= bits - 1) {
+        add(Tag::fresh(tag.seq + static_cast<std::uint64_t>(std::countr_zero(bits))), nullptr,
+            deliver);
+      }
       return;
     }
     const std::uint64_t seq = tag.seq;

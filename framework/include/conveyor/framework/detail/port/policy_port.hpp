@@ -63,7 +63,7 @@ class PolicyPort final : public OutPort<T> {
     return tagger_.emit(*this, std::move(value));
   }
 
-  bool flush() override { return batcher_.flush(*this); }
+  bool flush() override { return send_gap_sets() && batcher_.flush(*this); }
 
   void close() override {
     if (!flush()) return;
@@ -135,7 +135,39 @@ class PolicyPort final : public OutPort<T> {
     dispatch_.gap_lanes(tag.seq, lane, gap_lanes_);
     if (!batcher_.send_to(*this, lane, std::move(entry))) return false;
     for (const std::size_t gap_lane : gap_lanes_) {
+      if constexpr (!Batcher::batches) {
+        // One by one, each gap would be a parcel of its own: they wait in a gap set.
+        if (tag.width == Tag::whole) {
+          if (!owe_gap(gap_lane, tag.seq)) return false;
+          continue;
+        }
+      }
       if (!batcher_.send_to(*this, gap_lane, Entry<T>{tag, std::nullopt})) return false;
+    }
+    return true;
+  }
+  // Adds the gap `seq` to the set owed to `lane`, which goes out first if it cannot hold it. The
+  // sets go out whenever the port flushes: before the worker sleeps, while it waits for the
+  // window, and at the end.
+  bool owe_gap(std::size_t lane, std::uint64_t seq) {
+    if (owed_.empty()) owed_.resize(lanes_.size());
+    OwedGaps& owed = owed_[lane];
+    if (owed.bits != 0 && (seq < owed.first || seq - owed.first >= 64)) {
+      if (!send_gap_set(lane)) return false;
+    }
+    if (owed.bits == 0) owed.first = seq;
+    owed.bits |= std::uint64_t{1} << (seq - owed.first);
+    return true;
+  }
+  bool send_gap_set(std::size_t lane) {
+    OwedGaps& owed = owed_[lane];
+    const Tag set = Tag::gap_set(owed.first, owed.bits);
+    owed.bits = 0;
+    return batcher_.send_to(*this, lane, Entry<T>{set, std::nullopt});
+  }
+  bool send_gap_sets() {
+    for (std::size_t lane = 0; lane < owed_.size(); ++lane) {
+      if (owed_[lane].bits != 0 && !send_gap_set(lane)) return false;
     }
     return true;
   }
@@ -211,6 +243,11 @@ class PolicyPort final : public OutPort<T> {
   const bool keyed_;
   const bool routes_;
   std::vector<std::size_t> gap_lanes_;
+  struct OwedGaps {
+    std::uint64_t first = 0;
+    std::uint64_t bits = 0;  // bit i: the gap first + i
+  };
+  std::vector<OwedGaps> owed_;          // per lane, unbatched route only
   std::vector<std::uint32_t> picks_;    // route_run: each item's branch
   std::vector<std::size_t> picked_;     // route_run: how many items each branch got
   std::vector<Batch<T>> split_spares_;  // storage for route_run's batches
