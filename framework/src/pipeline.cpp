@@ -560,6 +560,14 @@ void Pipeline::start() {
     runtime->io = std::make_unique<detail::IoPool>(options_.io_threads);
   }
 
+  // A group's workers owe wake-ups to the consumers of the edges out of the group: the one at
+  // its end, and before a tee with a fused branch, the tee's too. By the group's head.
+  std::vector<std::vector<sync::Doorbell*>> owed_to(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::vector<sync::Doorbell*> bells = runtime->bells_of(channel_next[k]);
+    std::vector<sync::Doorbell*>& consumers = owed_to[runtime->heads[k]];
+    consumers.insert(consumers.end(), bells.begin(), bells.end());
+  }
   std::vector<sync::Doorbell*> all_bells;
   for (std::size_t i = 0; i < count; ++i) {
     detail::Wiring& wiring = wirings[i];
@@ -575,17 +583,9 @@ void Pipeline::start() {
       wiring.downstream = runtime->bells_of(channel_next[i]);
       wiring.output = runtime->out_edges[i];
     }
-    // A group's workers owe wake-ups to the consumers of the edges out of the group: the one at
-    // its end, and before a tee with a fused branch, the tee's too.
-    std::vector<sync::Doorbell*> consumers;
-    for (std::size_t k = i; !fused(i) && k < count; ++k) {
-      if (runtime->heads[k] != i) continue;
-      const std::vector<sync::Doorbell*> bells = runtime->bells_of(channel_next[k]);
-      consumers.insert(consumers.end(), bells.begin(), bells.end());
-    }
-    if (!consumers.empty()) {
+    if (!fused(i) && !owed_to[i].empty()) {
       for (const auto& owed : runtime->owed[i]) {
-        owed->set_consumers(consumers);
+        owed->set_consumers(owed_to[i]);
         wiring.owed.push_back(owed.get());
       }
     }
