@@ -189,7 +189,7 @@ TEST(ReorderBufferTest, ARunInItsTurnGoesStraightThrough) {
   ReorderBuffer<int> buffer(8);
   std::vector<int> out;
   auto run = run_of(0, {0, 1, 2});
-  buffer.add_run(run, Collect{&out});
+  buffer.add_batch(run, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(buffer.released(), 3U);
   EXPECT_FALSE(buffer.holding());
@@ -201,12 +201,12 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   ReorderBuffer<int> buffer(8);
   std::vector<int> out;
   auto late = run_of(3, {30, 40});
-  buffer.add_run(late, Collect{&out});
+  buffer.add_batch(late, Collect{&out});
   EXPECT_TRUE(out.empty());
   EXPECT_TRUE(buffer.holding());
   EXPECT_EQ(late.capacity(), 0U);  // the buffer took it
   auto early = run_of(0, {0, 10, 20});
-  buffer.add_run(early, Collect{&out});
+  buffer.add_batch(early, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30, 40}));
   EXPECT_EQ(buffer.released(), 5U);
   EXPECT_FALSE(buffer.holding());
@@ -222,11 +222,11 @@ TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotAndKeepsItsStorage) {
   partial.reserve(8);
   partial.append_value(2, 20);
   partial.append_value(3, 30);
-  buffer.add_run(partial, Collect{&out});
+  buffer.add_batch(partial, Collect{&out});
   EXPECT_GE(partial.capacity(), 8U);  // not taken: the caller recycles it
   EXPECT_TRUE(buffer.holding());
   auto first = run_of(0, {0, 10});
-  buffer.add_run(first, Collect{&out});
+  buffer.add_batch(first, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30}));
   EXPECT_FALSE(buffer.holding());
   EXPECT_TRUE(buffer.spare().empty());
@@ -236,10 +236,10 @@ TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
   auto third = run_of(5, {5, 6});
-  buffer.add_run(third, Collect{&out});
+  buffer.add_batch(third, Collect{&out});
   buffer.add(Entry<int>{Tag::fresh(4), 4}, Collect{&out});
   auto second = run_of(2, {2, 3});
-  buffer.add_run(second, Collect{&out});
+  buffer.add_batch(second, Collect{&out});
   EXPECT_TRUE(out.empty());
   // Number 0 goes out alone (1 is missing); once 1 arrives, the entry and both runs follow.
   buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
@@ -249,15 +249,21 @@ TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
   EXPECT_FALSE(buffer.holding());
 }
 
-// A route's batch for one branch: the items numbered `seqs` of a run over [first, first + span).
+// A route's batch for one branch: the items numbered `seqs` (holding ten times their number) of
+// a run over [first, first + span), split from that run as a route splits it.
 conveyor::detail::Batch<int> sparse_of(std::uint64_t first, std::uint64_t span,
                                        std::initializer_list<std::uint64_t> seqs,
-                                       std::size_t capacity = 4) {
+                                       std::size_t capacity = 4, bool has_gaps = true) {
+  conveyor::detail::Batch<int> run;
+  std::vector<std::uint32_t> picks(span, 0);
+  for (std::uint64_t seq = first; seq < first + span; ++seq)
+    run.append_value(seq, static_cast<int>(seq * 10));
+  for (const std::uint64_t seq : seqs)
+    picks[seq - first] = 1;
   conveyor::detail::Batch<int> batch;
   batch.reserve(capacity);
-  batch.start_sparse(first, span, true);
-  for (const std::uint64_t seq : seqs)
-    batch.append_sparse(seq, static_cast<int>(seq * 10));
+  batch.start_sparse(first, span, has_gaps);
+  batch.take_picked(run, picks, std::uint32_t{1}, seqs.size());
   return batch;
 }
 
@@ -265,7 +271,7 @@ TEST(ReorderBufferTest, ASparseBatchInItsTurnReleasesItsGapsToo) {
   ReorderBuffer<int> buffer(8);
   std::vector<int> out;
   auto batch = sparse_of(0, 4, {1, 2});
-  buffer.add_sparse(batch, Collect{&out});
+  buffer.add_batch(batch, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{10, 20}));
   EXPECT_EQ(buffer.released(), 4U);
   EXPECT_FALSE(buffer.holding());
@@ -275,13 +281,13 @@ TEST(ReorderBufferTest, AnEarlySparseBatchIsKeptWholeUntilItsFirstNumber) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
   auto late = sparse_of(4, 4, {5, 7});
-  buffer.add_sparse(late, Collect{&out});
+  buffer.add_batch(late, Collect{&out});
   EXPECT_TRUE(buffer.holding());
   EXPECT_EQ(late.capacity(), 0U);    // the buffer took it
   auto empty = sparse_of(8, 2, {});  // only gaps: every item went to other branches
-  buffer.add_sparse(empty, Collect{&out});
+  buffer.add_batch(empty, Collect{&out});
   auto early = run_of(0, {0, 1, 2, 3});
-  buffer.add_run(early, Collect{&out});
+  buffer.add_batch(early, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 50, 70}));
   EXPECT_EQ(buffer.released(), 10U);
   EXPECT_FALSE(buffer.holding());
@@ -292,7 +298,7 @@ TEST(ReorderBufferTest, AShortEarlySparseBatchGoesSlotBySlot) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
   auto short_one = sparse_of(2, 2, {3}, 8);
-  buffer.add_sparse(short_one, Collect{&out});
+  buffer.add_batch(short_one, Collect{&out});
   EXPECT_GE(short_one.capacity(), 8U);  // not taken: the caller recycles it
   buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0}));
@@ -306,14 +312,14 @@ TEST(ReorderBufferDeathTest, ASparseBatchReachingPastTheWindowIsAContractViolati
   ReorderBuffer<int> buffer(4);
   std::vector<int> out;
   auto batch = sparse_of(2, 3, {3});
-  EXPECT_DEATH(buffer.add_sparse(batch, Collect{&out}), "outside the window");
+  EXPECT_DEATH(buffer.add_batch(batch, Collect{&out}), "outside the window");
 }
 
 TEST(ReorderBufferDeathTest, ARunReachingPastTheWindowIsAContractViolation) {
   ReorderBuffer<int> buffer(4);
   std::vector<int> out;
   auto run = run_of(2, {2, 3, 4});
-  EXPECT_DEATH(buffer.add_run(run, Collect{&out}), "outside the window");
+  EXPECT_DEATH(buffer.add_batch(run, Collect{&out}), "outside the window");
 }
 
 TEST(ReorderBufferDeathTest, ANumberOutsideTheWindowIsAContractViolation) {
@@ -399,10 +405,7 @@ TEST(BatchTest, AnItemWithoutANumberIsNeverARun) {
 }
 
 TEST(BatchTest, ASparseBatchVisitsItsItemsAndTheGapsBetweenThem) {
-  Batch<int> batch;
-  batch.start_sparse(10, 5, true);
-  batch.append_sparse(11, 110);
-  batch.append_sparse(12, 120);
+  Batch<int> batch = sparse_of(10, 5, {11, 12});
   EXPECT_TRUE(batch.is_sparse());
   EXPECT_FALSE(batch.is_run());
   EXPECT_EQ(batch.size(), 2U);
@@ -417,9 +420,7 @@ TEST(BatchTest, ASparseBatchVisitsItsItemsAndTheGapsBetweenThem) {
 }
 
 TEST(BatchTest, ASparseBatchWithoutGapsVisitsOnlyItsItems) {
-  Batch<int> batch;
-  batch.start_sparse(10, 5, false);
-  batch.append_sparse(13, 130);
+  Batch<int> batch = sparse_of(10, 5, {13}, 4, false);
   const auto seen = contents(batch);
   ASSERT_EQ(seen.size(), 1U);
   EXPECT_EQ(seen[0].first.seq, 13U);
@@ -429,12 +430,24 @@ TEST(BatchTest, ASparseBatchWithoutGapsVisitsOnlyItsItems) {
   EXPECT_EQ(contents(batch).size(), 1U);
 }
 
-TEST(BatchDeathTest, SparseNumbersMustIncreaseWithinTheSpan) {
+TEST(BatchDeathTest, ASplitRunMustLieInTheSpanAboveWhatTheBatchHolds) {
+  auto run_at = [](std::uint64_t first, std::uint64_t count) {
+    Batch<int> run;
+    for (std::uint64_t seq = first; seq < first + count; ++seq)
+      run.append_value(seq, 0);
+    return run;
+  };
+  const std::vector<std::uint32_t> two(2, 0);
   Batch<int> batch;
   batch.start_sparse(10, 5, true);
-  batch.append_sparse(12, 120);
-  EXPECT_DEATH(batch.append_sparse(11, 110), "increasing numbers within the span");
-  EXPECT_DEATH(batch.append_sparse(15, 150), "increasing numbers within the span");
+  auto below = run_at(8, 2);
+  EXPECT_DEATH(batch.take_picked(below, two, std::uint32_t{0}, 2), "a run within the span");
+  auto past = run_at(14, 2);
+  EXPECT_DEATH(batch.take_picked(past, two, std::uint32_t{0}, 2), "a run within the span");
+  auto later = run_at(12, 2);
+  batch.take_picked(later, two, std::uint32_t{0}, 2);
+  auto earlier = run_at(10, 2);
+  EXPECT_DEATH(batch.take_picked(earlier, two, std::uint32_t{0}, 2), "above the numbers before it");
 }
 
 TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {

@@ -129,7 +129,22 @@ class Batch {
   [[nodiscard]] bool is_sparse() const noexcept { return form_ == Form::sparse; }
   [[nodiscard]] std::uint64_t span() const noexcept { return span_; }
   [[nodiscard]] bool has_gaps() const noexcept { return has_gaps_; }
-  [[nodiscard]] std::vector<Entry<T>>& entries() noexcept { return entries_; }
+
+  // A run's or a sparse batch's: how many numbers it covers from first() (a run's size, a sparse
+  // batch's span), and give(T&) for each of its items in order.
+  [[nodiscard]] std::uint64_t numbers() const noexcept {
+    return form_ == Form::sparse ? span_ : values_.size();
+  }
+  template <class Give>
+  void for_each_value(Give&& give) {
+    if (form_ == Form::sparse) {
+      for (Entry<T>& entry : entries_)
+        give(*entry.value);
+      return;
+    }
+    for (T& value : values_)
+      give(value);
+  }
 
   // Makes this empty batch a sparse one over [first, first + span).
   void start_sparse(std::uint64_t first, std::uint64_t span, bool has_gaps) {
@@ -141,15 +156,6 @@ class Batch {
     first_ = first;
     span_ = static_cast<std::uint32_t>(span);
     has_gaps_ = has_gaps;
-  }
-
-  // A whole item numbered `seq` into a sparse batch. Contract: seq is above the numbers before it
-  // and within the span.
-  void append_sparse(std::uint64_t seq, T&& value) {
-    CONVEYOR_CONTRACT(form_ == Form::sparse && seq - first_ < span_ &&
-                          (entries_.empty() || seq > entries_.back().tag.seq),
-                      "Batch::append_sparse: increasing numbers within the span");
-    entries_.push_back(Entry<T>{Tag::fresh(seq), std::move(value)});
   }
 
   // Moves into a sparse batch the `count` items of `run` (numbered from run.first()) whose entry

@@ -7,9 +7,9 @@
 // lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
 // comes early and is at least half full is kept whole rather than slot by slot, and goes out whole
 // when its turn comes; its storage (at most twice what its items need) then goes back to the
-// producers. A sparse batch with gaps (a route's, parcel.hpp) is kept the same way, by the numbers
-// it covers. Entries without a number (from flush hooks upstream) are kept apart and given out
-// after the stream.
+// producers. A sparse batch with gaps (a route's, parcel.hpp) is taken the same way, by the
+// numbers it covers. Entries without a number (from flush hooks upstream) are kept apart and given
+// out after the stream.
 //
 // Contract: used by one worker only.
 #pragma once
@@ -81,55 +81,31 @@ class ReorderBuffer {
     release_complete(deliver);
   }
 
-  // Takes a batch in run form (parcel.hpp) and gives out, in order, every value whose turn has
-  // come. A run whose turn has not come is kept whole if the batch is at least half full: the
-  // buffer then takes the batch's storage, and hands it back through spare() once the run has gone
-  // out. A shorter early run goes into the slots, and the caller keeps its storage.
+  // Takes a batch in run form, or a sparse batch with gaps (parcel.hpp), and gives out, in order,
+  // every value whose turn has come. A batch whose turn has not come is kept whole if it covers
+  // at least half as many numbers as its storage holds: the buffer then takes the batch's
+  // storage, and hands it back through spare() once its items have gone out. A shorter early
+  // batch goes into the slots, and the caller keeps its storage.
   template <class Deliver>
-  void add_run(Batch<T>& batch, Deliver&& deliver) {
+  void add_batch(Batch<T>& batch, Deliver&& deliver) {
+    CONVEYOR_CONTRACT(batch.is_run() || (batch.is_sparse() && batch.has_gaps()),
+                      "ReorderBuffer::add_batch: a run, or a sparse batch that covers its gaps");
     const std::uint64_t first = batch.first();
-    const std::uint64_t count = batch.size();
+    const std::uint64_t count = batch.numbers();
     if (count == 0) return;
     CONVEYOR_CONTRACT(first >= next_ && first + count - next_ <= slots_.size(),
                       "ReorderBuffer: a sequence number outside the window arrived");
     if (first != next_) {
       if (count * 2 < batch.capacity()) {
-        // A short run (a partial batch) would hold a whole batch's storage: slot by slot instead.
-        std::uint64_t seq = first;
-        for (T& value : batch.values())
-          add(Tag::fresh(seq++), &value, deliver);
-        return;
-      }
-      parked_.push_back(std::move(batch));
-      return;
-    }
-    next_ += count;
-    for (T& value : batch.values())
-      deliver(std::move(value));
-    release_complete(deliver);
-  }
-
-  // Takes a sparse batch with gaps (parcel.hpp): its items and the gaps between them, handled as
-  // add_run handles a run of the numbers it covers.
-  template <class Deliver>
-  void add_sparse(Batch<T>& batch, Deliver&& deliver) {
-    CONVEYOR_CONTRACT(batch.is_sparse() && batch.has_gaps(),
-                      "ReorderBuffer::add_sparse: a sparse batch that covers its gaps");
-    const std::uint64_t first = batch.first();
-    const std::uint64_t span = batch.span();
-    CONVEYOR_CONTRACT(first >= next_ && first + span - next_ <= slots_.size(),
-                      "ReorderBuffer: a sequence number outside the window arrived");
-    if (first != next_) {
-      if (span * 2 < batch.capacity()) {
+        // A short batch (a partial one) would hold a whole batch's storage: slot by slot instead.
         batch.for_each([&](const Tag& tag, T* value) { add(tag, value, deliver); });
         return;
       }
       parked_.push_back(std::move(batch));
       return;
     }
-    next_ += span;
-    for (Entry<T>& entry : batch.entries())
-      deliver(std::move(*entry.value));
+    next_ += count;
+    batch.for_each_value([&](T& value) { deliver(std::move(value)); });
     release_complete(deliver);
   }
 
@@ -209,15 +185,8 @@ class ReorderBuffer {
       Batch<T> run = std::move(parked_[i]);
       if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();
-      if (run.is_sparse()) {
-        next_ += run.span();
-        for (Entry<T>& entry : run.entries())
-          deliver(std::move(*entry.value));
-      } else {
-        next_ += run.size();
-        for (T& value : run.values())
-          deliver(std::move(value));
-      }
+      next_ += run.numbers();
+      run.for_each_value([&](T& value) { deliver(std::move(value)); });
       run.clear();
       spare_.push_back(std::move(run));
       return true;

@@ -103,11 +103,9 @@ bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorde
     }
     const std::uint64_t released = reorder.released();
     items = 0;
-    auto* batch = std::get_if<Batch<T>>(&*parcel);
-    if (batch != nullptr && batch->is_run()) {
-      reorder.add_run(*batch, give);
-    } else if (batch != nullptr && batch->is_sparse()) {
-      reorder.add_sparse(*batch, give);
+    if (auto* batch = std::get_if<Batch<T>>(&*parcel);
+        batch != nullptr && (batch->is_run() || batch->is_sparse())) {
+      reorder.add_batch(*batch, give);
     } else {
       for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
     }
