@@ -52,6 +52,7 @@ class PolicyPort final : public OutPort<T> {
         keyed_(dispatch_.keyed()),
         // Gaps matter only on a numbered edge into an in-order stage.
         routes_(dispatch_.routes() && (sequencer || Tagger::forwards)),
+        owed_(routes_ && !Batcher::batches ? lanes.lanes.size() : 0),
         first_try_(dispatch_.first_try()),
         batcher_(keyed_ ? lanes.lanes.size() : 1, batch) {
     CONVEYOR_CONTRACT(batch >= 1 && (batch == 1) != Batcher::batches,
@@ -150,7 +151,6 @@ class PolicyPort final : public OutPort<T> {
   // sets go out whenever the port flushes: before the worker sleeps, while it waits for the
   // window, and at the end.
   bool owe_gap(std::size_t lane, std::uint64_t seq) {
-    if (owed_.empty()) owed_.resize(lanes_.size());
     OwedGaps& owed = owed_[lane];
     if (owed.bits != 0 && (seq < owed.first || seq - owed.first >= 64)) {
       if (!send_gap_set(lane)) return false;
