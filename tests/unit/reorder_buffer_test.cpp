@@ -201,7 +201,7 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   ReorderBuffer<int> buffer(8);
   std::vector<int> out;
   auto late = run_of(3, {30, 40});
-  buffer.add_batch(late, Collect{&out});
+  buffer.add_batch(late, Collect{&out}, /*origin=*/1);
   EXPECT_TRUE(out.empty());
   EXPECT_TRUE(buffer.holding());
   EXPECT_EQ(late.capacity(), 0U);  // the buffer took it
@@ -211,8 +211,9 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   EXPECT_EQ(buffer.released(), 5U);
   EXPECT_FALSE(buffer.holding());
   ASSERT_EQ(buffer.spare().size(), 1U);
-  EXPECT_TRUE(buffer.spare().front().empty());
-  EXPECT_GT(buffer.spare().front().capacity(), 0U);
+  EXPECT_TRUE(buffer.spare().front().batch.empty());
+  EXPECT_GT(buffer.spare().front().batch.capacity(), 0U);
+  EXPECT_EQ(buffer.spare().front().origin, 1U);  // back to where it came from
 }
 
 TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotAndKeepsItsStorage) {
@@ -281,17 +282,19 @@ TEST(ReorderBufferTest, AnEarlySparseBatchIsKeptWholeUntilItsFirstNumber) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
   auto late = sparse_of(4, 4, {5, 7});
-  buffer.add_batch(late, Collect{&out});
+  buffer.add_batch(late, Collect{&out}, /*origin=*/2);
   EXPECT_TRUE(buffer.holding());
   EXPECT_EQ(late.capacity(), 0U);    // the buffer took it
   auto empty = sparse_of(8, 2, {});  // only gaps: every item went to other branches
-  buffer.add_batch(empty, Collect{&out});
+  buffer.add_batch(empty, Collect{&out}, /*origin=*/3);
   auto early = run_of(0, {0, 1, 2, 3});
   buffer.add_batch(early, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 50, 70}));
   EXPECT_EQ(buffer.released(), 10U);
   EXPECT_FALSE(buffer.holding());
-  EXPECT_EQ(buffer.spare().size(), 2U);  // both were parked, and both come back
+  ASSERT_EQ(buffer.spare().size(), 2U);  // both were parked, and both come back, each to its origin
+  EXPECT_EQ(buffer.spare()[0].origin, 2U);
+  EXPECT_EQ(buffer.spare()[1].origin, 3U);
 }
 
 TEST(ReorderBufferTest, AShortEarlySparseBatchGoesSlotBySlot) {

@@ -112,6 +112,8 @@ class AsyncWorker {
   }
 
   void recycle(Batch<In>&& batch) { in_.recycle(std::move(batch)); }
+  void recycle(Batch<In>&& batch, std::size_t lane) { in_.recycle(std::move(batch), lane); }
+  [[nodiscard]] std::size_t last_lane() const noexcept { return in_.last_lane(); }
 
   // --- launching ---
 

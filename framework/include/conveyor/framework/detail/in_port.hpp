@@ -70,10 +70,15 @@ class InPort : public InLanes {
     }
   }
 
-  // Hands an emptied batch back to the producer of the last parcel popped, for reuse.
-  void recycle(Batch<T>&& batch) {
+  // The lane of the last parcel popped.
+  using InLanes::last_lane;
+
+  // Hands an emptied batch back for reuse, to the producer of the last parcel popped, or of lane
+  // `lane`. If that producer's ring is full, the storage just goes.
+  void recycle(Batch<T>&& batch) { recycle(std::move(batch), last_lane()); }
+  void recycle(Batch<T>&& batch, std::size_t lane) {
     batch.clear();
-    (void)returns_[last_lane()]->try_push(batch);  // if the ring is full, the storage just goes
+    (void)returns_[lane]->try_push(batch);
   }
 
  private:

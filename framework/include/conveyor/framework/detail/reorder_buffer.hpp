@@ -6,10 +6,10 @@
 // guarantees that no number outside the window arrives, so the buffer never grows: after the first
 // lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
 // comes early and is at least half full is kept whole rather than slot by slot, and goes out whole
-// when its turn comes; its storage (at most twice what its items need) then goes back to the
-// producers. A sparse batch with gaps (a route's, parcel.hpp) is taken the same way, by the
-// numbers it covers. Entries without a number (from flush hooks upstream) are kept apart and given
-// out after the stream.
+// when its turn comes; its storage (at most twice what its items need) then goes to spare(), with
+// the origin its caller gave it. A sparse batch with gaps (a route's, parcel.hpp) is taken the
+// same way, by the numbers it covers. Entries without a number (from flush hooks upstream) are
+// kept apart and given out after the stream.
 //
 // Contract: used by one worker only.
 #pragma once
@@ -84,10 +84,11 @@ class ReorderBuffer {
   // Takes a batch in run form, or a sparse batch with gaps (parcel.hpp), and gives out, in order,
   // every value whose turn has come. A batch whose turn has not come is kept whole if it covers
   // at least half as many numbers as its storage holds: the buffer then takes the batch's
-  // storage, and hands it back through spare() once its items have gone out. A shorter early
-  // batch goes into the slots, and the caller keeps its storage.
+  // storage, and hands it back through spare() once its items have gone out, with `origin` (the
+  // caller's name for where it came from). A shorter early batch goes into the slots, and the
+  // caller keeps its storage.
   template <class Deliver>
-  void add_batch(Batch<T>& batch, Deliver&& deliver) {
+  void add_batch(Batch<T>& batch, Deliver&& deliver, std::size_t origin = 0) {
     CONVEYOR_CONTRACT(batch.is_run() || (batch.is_sparse() && batch.has_gaps()),
                       "ReorderBuffer::add_batch: a run, or a sparse batch that covers its gaps");
     const std::uint64_t first = batch.first();
@@ -101,7 +102,7 @@ class ReorderBuffer {
         batch.for_each([&](const Tag& tag, T* value) { add(tag, value, deliver); });
         return;
       }
-      parked_.push_back(std::move(batch));
+      parked_.push_back(Kept{std::move(batch), origin});
       return;
     }
     next_ += count;
@@ -109,8 +110,12 @@ class ReorderBuffer {
     release_complete(deliver);
   }
 
-  // Batch storage that parked runs no longer need.
-  [[nodiscard]] std::vector<Batch<T>>& spare() noexcept { return spare_; }
+  // Batch storage that parked batches no longer need, each with the origin it came with.
+  struct Kept {
+    Batch<T> batch;
+    std::size_t origin;
+  };
+  [[nodiscard]] std::vector<Kept>& spare() noexcept { return spare_; }
 
   template <class Deliver>
   void add(Entry<T>&& entry, Deliver&& deliver) {
@@ -180,23 +185,24 @@ class ReorderBuffer {
   template <class Deliver>
   bool release_parked_run(Deliver& deliver) {
     for (std::size_t i = 0; i < parked_.size(); ++i) {
-      if (parked_[i].first() != next_) continue;
+      if (parked_[i].batch.first() != next_) continue;
       // Taken out before the values go out, like a slot's.
-      Batch<T> run = std::move(parked_[i]);
+      const std::size_t origin = parked_[i].origin;
+      Batch<T> run = std::move(parked_[i].batch);
       if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();
       next_ += run.numbers();
       run.for_each_value([&](T& value) { deliver(std::move(value)); });
       run.clear();
-      spare_.push_back(std::move(run));
+      spare_.push_back(Kept{std::move(run), origin});
       return true;
     }
     return false;
   }
 
   std::vector<Slot> slots_;
-  std::vector<Batch<T>> parked_;  // runs and sparse batches that came early, kept whole
-  std::vector<Batch<T>> spare_;
+  std::vector<Kept> parked_;  // runs and sparse batches that came early, kept whole
+  std::vector<Kept> spare_;
   std::vector<PartOrder> order_;
   std::uint64_t next_ = 0;
   std::vector<T> unsequenced_;
