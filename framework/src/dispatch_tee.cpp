@@ -1,6 +1,6 @@
 // The edge out of a tee: every branch gets every parcel (a copy, and the original into the last
 // branch), into the next lane of that branch with a free slot, starting at the parcel's turn; the
-// port waits while every lane of a branch is full.
+// port waits while every lane of a branch is full, until any of them has room.
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -38,7 +38,7 @@ class Tee final : public DispatchPolicy {
           }
         }
         if (pushed) break;
-        if (!port.wait_for_room(first + start)) return false;
+        if (!port.wait_for_room(first, count)) return false;
       }
     }
     return true;

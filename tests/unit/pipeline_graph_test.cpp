@@ -283,6 +283,43 @@ TEST(PipelineTeeTest, TheSlowestBranchBoundsWhatTheSourceRunsAhead) {
     ASSERT_EQ(slow[i], i);
 }
 
+// A branch whose first stage has two workers, one of them stuck: while the stuck worker's lane is
+// full, the tee sends that branch's items to the other worker, and the other branch goes on.
+TEST(PipelineTeeTest, AStuckWorkerOfABranchDoesNotHoldTheTeeWhileItsOtherLaneHasRoom) {
+  Watchdog watchdog;
+  Pipeline p;
+  constexpr std::uint64_t items = 1'000;
+  std::atomic<std::uint64_t> first_branch{0};
+  std::atomic<bool> stuck_once{false};
+  bool timed_out = false;  // written by the stuck worker only; read after the pipeline ends
+  SharedTally second;
+  p.source(count_to(items)) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink([&](std::uint64_t) { first_branch.fetch_add(1, std::memory_order_relaxed); }),
+          conveyor::chain<std::uint64_t>() |
+              sink(
+                  [&](std::uint64_t x) {
+                    if (!stuck_once.exchange(true, std::memory_order_relaxed)) {
+                      // Stuck until the other branch has every item (at most 20 s).
+                      const auto deadline =
+                          std::chrono::steady_clock::now() + std::chrono::seconds(20);
+                      while (first_branch.load(std::memory_order_relaxed) < items) {
+                        if (std::chrono::steady_clock::now() > deadline) {
+                          timed_out = true;
+                          break;
+                        }
+                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                      }
+                    }
+                    second.add(x);
+                  },
+                  {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}));
+  p.run();
+  EXPECT_FALSE(timed_out);
+  EXPECT_EQ(first_branch.load(std::memory_order_relaxed), items);
+  EXPECT_EQ(second.get(), expected_tally(items));
+}
+
 TEST(PipelineTeeTest, EachBranchStageHasItsOwnStatistics) {
   Watchdog watchdog;
   Pipeline p;

@@ -48,29 +48,26 @@ class OutLanes {
   // A tee: the turn of the parcel at hand, which picks the lane within each branch.
   [[nodiscard]] std::size_t take_turn() noexcept { return turn_++; }
 
-  // Waits until some lane has a free slot (`lane`: that lane); false on cancellation.
-  bool wait_for_room() {
+  // Waits until one of the lanes [first, first + count) has a free slot (by default, any lane);
+  // false on cancellation.
+  bool wait_for_room(std::size_t first = 0, std::size_t count = 0) {
+    if (count == 0) count = rings_.size() - first;
     return worker_.wait(
         WaitReason::space,
-        [this] {
-          for (sync::detail::RingIndices* ring : rings_) {
-            if (ring->free_slots() > 0) return true;
+        [this, first, count] {
+          for (std::size_t lane = first; lane < first + count; ++lane) {
+            if (rings_[lane]->free_slots() > 0) return true;
           }
           return false;
         },
         [] {}, counters_.blocked_push_ticks);
-  }
-  bool wait_for_room(std::size_t lane) {
-    return worker_.wait(
-        WaitReason::space, [this, lane] { return rings_[lane]->free_slots() > 0; }, [] {},
-        counters_.blocked_push_ticks);
   }
   // Pushes with `push` into `lane`, waiting while it is full, and wakes its consumer; false on
   // cancellation. (`Push`: a LanePush, or anything called as push(lane, copy).)
   template <class Push>
   bool push_waiting(std::size_t lane, bool copy, Push&& push) {
     while (!push(lane, copy)) {
-      if (!wait_for_room(lane)) return false;
+      if (!wait_for_room(lane, 1)) return false;
     }
     pushed(lane);
     return true;
