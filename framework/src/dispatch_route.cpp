@@ -1,8 +1,10 @@
 // The edge out of a route: each item goes to the first branch whose predicate it matches, else to
-// the last branch (the default), into the lane of that branch its number picks; the port waits
-// while that lane is full. On a numbered edge every other branch that restores order gets a gap
+// the last branch (the default), into the lane of that branch its number picks, or, if that lane
+// is full, the next lane of the branch with a free slot; the port waits while every lane of the
+// branch is full, until any of them has room. On a numbered edge every other branch that restores order gets a gap
 // with the item's tag (gap_lanes), so that its in-order stage does not wait for the number. A run
 // is split by branch (branches, branch_of, branch_lane) into one sparse batch per branch.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -44,7 +46,10 @@ class Route final : public DispatchPolicy {
   }
 
   bool deliver(OutLanes& port, std::size_t lane, LanePush push) const override {
-    return port.push_waiting(lane, false, push);
+    // Any worker of the branch may take any of its numbers, an item's or a gap's.
+    const auto after = std::upper_bound(starts_.begin(), starts_.end(), lane);
+    const std::size_t first = *(after - 1);
+    return port.push_waiting(first, *after - first, lane, false, push);
   }
 
   [[nodiscard]] std::size_t branches() const noexcept override { return starts_.size() - 1; }

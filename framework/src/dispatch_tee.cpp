@@ -24,22 +24,8 @@ class Tee final : public DispatchPolicy {
     for (std::size_t branch = 0; branch < branches; ++branch) {
       const std::size_t first = starts_[branch];
       const std::size_t count = starts_[branch + 1] - first;
-      const std::size_t start = turn % count;
       const bool copy = branch + 1 != branches;
-      for (;;) {
-        bool pushed = false;
-        for (std::size_t step = 0; step < count && !pushed; ++step) {
-          std::size_t lane = start + step;
-          if (lane >= count) lane -= count;
-          lane += first;
-          if (push(lane, copy)) {
-            port.pushed(lane);
-            pushed = true;
-          }
-        }
-        if (pushed) break;
-        if (!port.wait_for_room(first, count)) return false;
-      }
+      if (!port.push_waiting(first, count, first + turn % count, copy, push)) return false;
     }
     return true;
   }

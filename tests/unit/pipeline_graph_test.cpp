@@ -283,39 +283,49 @@ TEST(PipelineTeeTest, TheSlowestBranchBoundsWhatTheSourceRunsAhead) {
     ASSERT_EQ(slow[i], i);
 }
 
-// A branch whose first stage has two workers, one of them stuck: while the stuck worker's lane is
-// full, the tee sends that branch's items to the other worker, and the other branch goes on.
+// A sink's code for a branch of two workers, one of which gets stuck: the first call, on whichever
+// worker, stays there until the other branch has `target` items (20 s at most, then it notes the
+// time-out); every call adds its item to `tally`. Copied per worker, so its state is shared.
+struct StuckOnce {
+  std::atomic<bool>* stuck;
+  const std::atomic<std::uint64_t>* other;
+  std::uint64_t target;
+  std::atomic<bool>* timed_out;
+  SharedTally* tally;
+
+  void operator()(std::uint64_t x) const {
+    if (!stuck->exchange(true, std::memory_order_relaxed)) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (other->load(std::memory_order_relaxed) < target) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out->store(true, std::memory_order_relaxed);
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+    tally->add(x);
+  }
+};
+
+// While the stuck worker's one-slot lane is full, the tee sends that branch's items to the other
+// worker, and the other branch goes on.
 TEST(PipelineTeeTest, AStuckWorkerOfABranchDoesNotHoldTheTeeWhileItsOtherLaneHasRoom) {
   Watchdog watchdog;
   Pipeline p;
   constexpr std::uint64_t items = 1'000;
   std::atomic<std::uint64_t> first_branch{0};
-  std::atomic<bool> stuck_once{false};
-  bool timed_out = false;  // written by the stuck worker only; read after the pipeline ends
+  std::atomic<bool> stuck{false};
+  std::atomic<bool> timed_out{false};
   SharedTally second;
   p.source(count_to(items)) |
       tee(conveyor::chain<std::uint64_t>() |
               sink([&](std::uint64_t) { first_branch.fetch_add(1, std::memory_order_relaxed); }),
           conveyor::chain<std::uint64_t>() |
-              sink(
-                  [&](std::uint64_t x) {
-                    if (!stuck_once.exchange(true, std::memory_order_relaxed)) {
-                      // Stuck until the other branch has every item (at most 20 s).
-                      const auto deadline =
-                          std::chrono::steady_clock::now() + std::chrono::seconds(20);
-                      while (first_branch.load(std::memory_order_relaxed) < items) {
-                        if (std::chrono::steady_clock::now() > deadline) {
-                          timed_out = true;
-                          break;
-                        }
-                        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                      }
-                    }
-                    second.add(x);
-                  },
-                  {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}));
+              sink(StuckOnce{&stuck, &first_branch, items, &timed_out, &second},
+                   {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}));
   p.run();
-  EXPECT_FALSE(timed_out);
+  EXPECT_FALSE(timed_out.load(std::memory_order_relaxed));
   EXPECT_EQ(first_branch.load(std::memory_order_relaxed), items);
   EXPECT_EQ(second.get(), expected_tally(items));
 }
@@ -780,6 +790,37 @@ TEST(PipelineRouteTest, SplitsAndGapsBeforeTheRouteKeepEachBranchInOrder) {
   }
   EXPECT_EQ(evens, want_evens);
   EXPECT_EQ(odds, want_odds);
+}
+
+// The same for a route: an item whose number picks the stuck worker's full lane goes to the
+// branch's other worker, and the other branch goes on.
+TEST(PipelineRouteTest, AStuckWorkerOfABranchDoesNotHoldTheRouteWhileItsOtherLaneHasRoom) {
+  Watchdog watchdog;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{8}}) {
+    Pipeline p;
+    constexpr std::uint64_t items = 2'000;
+    std::atomic<std::uint64_t> evens{0};
+    std::atomic<bool> stuck{false};
+    std::atomic<bool> timed_out{false};
+    SharedTally odds;
+    p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, {.batch = batch}) |
+        route(when([](std::uint64_t x) { return x % 2 == 0; },
+                   conveyor::chain<std::uint64_t>() |
+                       sink([&](std::uint64_t) { evens.fetch_add(1, std::memory_order_relaxed); })),
+              otherwise(conveyor::chain<std::uint64_t>() |
+                        sink(StuckOnce{&stuck, &evens, items / 2, &timed_out, &odds},
+                             {.mode = Mode::parallel,
+                              .workers = 2,
+                              .channel = conveyor::Channel::queue(1),
+                              .batch = batch})));
+    p.run();
+    EXPECT_FALSE(timed_out.load(std::memory_order_relaxed)) << "batch " << batch;
+    EXPECT_EQ(evens.load(std::memory_order_relaxed), items / 2);
+    Tally expected;
+    for (std::uint64_t x = 1; x < items; x += 2)
+      expected.add(x);
+    EXPECT_EQ(odds.get(), expected);
+  }
 }
 
 TEST(PipelineRouteTest, ItemsNeedNotBeCopyable) {

@@ -62,15 +62,28 @@ class OutLanes {
         },
         [] {}, counters_.blocked_push_ticks);
   }
-  // Pushes with `push` into `lane`, waiting while it is full, and wakes its consumer; false on
-  // cancellation. (`Push`: a LanePush, or anything called as push(lane, copy).)
+  // Pushes with `push` into the first lane of [first, first + count) with a free slot, trying
+  // them from `start` on, waiting while every one is full, and wakes that lane's consumer; false
+  // on cancellation. (`Push`: a LanePush, or anything called as push(lane, copy).)
+  template <class Push>
+  bool push_waiting(std::size_t first, std::size_t count, std::size_t start, bool copy,
+                    Push&& push) {
+    for (;;) {
+      std::size_t lane = start;
+      for (std::size_t step = 0; step < count; ++step) {
+        if (push(lane, copy)) {
+          pushed(lane);
+          return true;
+        }
+        if (++lane == first + count) lane = first;
+      }
+      if (!wait_for_room(first, count)) return false;
+    }
+  }
+  // The same into `lane` alone.
   template <class Push>
   bool push_waiting(std::size_t lane, bool copy, Push&& push) {
-    while (!push(lane, copy)) {
-      if (!wait_for_room(lane, 1)) return false;
-    }
-    pushed(lane);
-    return true;
+    return push_waiting(lane, 1, lane, copy, push);
   }
 
   // Dispatch::least_loaded: the lane with a free slot that holds the fewest parcels (lane_count()
