@@ -1,8 +1,7 @@
 // Unit tests for sync::Waiter, the owner's side of the Doorbell protocol: it returns once its
 // condition holds or it is cancelled, runs its rechecks once before it parks, recovers from a
-// ring that the cheap check missed in both ways (bounded park, heavy fence first), fences first
-// for a while after a bounded park found a missed ring, and parks until a ring when its ringers
-// never miss (no recovery).
+// ring that the cheap check missed in both ways (bounded park, heavy fence first), and parks until
+// a ring when its ringers never miss (no recovery).
 #include "conveyor/sync/waiter.hpp"
 
 #include <gtest/gtest.h>
@@ -131,32 +130,6 @@ TEST_P(WaiterTest, FindsAChangeWhoseRingWasMissed) {
       WaitReason::window, [&] { return ++looks > 2; }, [] { return false; }));
   EXPECT_GE(looks, 3);  // the third look found it: no ring was needed
   EXPECT_LE(looks, 4);
-  EXPECT_EQ(bell.waiting(), WaitReason::none);
-}
-
-// A bounded park that timed out on a condition that then held was most likely a missed ring: the
-// next waits run the heavy fence first, one fewer each time, so that an owner whose hand-overs
-// keep racing with its sleep does not wait out the timeout every time.
-TEST(WaiterBoundedParkTest, AfterAMissedRingTheNextWaitsFenceFirst) {
-  Watchdog watchdog;
-  Doorbell bell;
-  Waiter waiter(bell, Waiter::Recovery::bounded_park);
-  EXPECT_EQ(waiter.fence_first_waits(), 0U);
-  int looks = 0;
-  EXPECT_TRUE(waiter.wait(
-      WaitReason::window, [&] { return ++looks > 2; }, [] { return false; }));
-  EXPECT_EQ(looks, 4);  // the third look, after the park's timeout, found it; the fourth returns
-  EXPECT_EQ(waiter.fence_first_waits(), Waiter::fence_after_miss);
-  // The next wait that would park fences instead, and finds the change behind the fence.
-  looks = 0;
-  EXPECT_TRUE(waiter.wait(
-      WaitReason::window, [&] { return ++looks > 2; }, [] { return false; }));
-  EXPECT_EQ(looks, 4);
-  EXPECT_EQ(waiter.fence_first_waits(), Waiter::fence_after_miss - 1);
-  // A wait whose condition holds at once does not count.
-  EXPECT_TRUE(waiter.wait(
-      WaitReason::window, [] { return true; }, [] { return false; }));
-  EXPECT_EQ(waiter.fence_first_waits(), Waiter::fence_after_miss - 1);
   EXPECT_EQ(bell.waiting(), WaitReason::none);
 }
 

@@ -9,10 +9,7 @@
 //   - `bounded_park`: park `Doorbell::recheck_after` at most; if no ring came and the condition
 //     still fails, run the heavy side of the asymmetric fence, re-check, and park until a ring.
 //     For owners that sleep often (pipeline workers outnumbering cores): the heavy fence runs
-//     once per idle period, not once per sleep. After a park that timed out on a condition that
-//     then held (most likely a missed ring), the next `fence_after_miss` waits fence first
-//     instead, so that an owner whose every hand-over races with its sleep (a one-slot lane)
-//     pays a fence per sleep rather than the timeout.
+//     once per idle period, not once per sleep.
 //   - `fence_first`: run the heavy fence before the first park. For an owner that sleeps rarely
 //     and must never wait for the timeout (a queue's blocked side).
 //   - `none`: every ringer rings behind a full fence (`ring`, or `ring_on_recheck` after a fence
@@ -28,7 +25,6 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdint>
 
 #include "conveyor/sync/detail/asymmetric_fence.hpp"
 #include "conveyor/sync/detail/contract.hpp"
@@ -66,16 +62,7 @@ class Waiter {
         rechecked = true;
       }
       if (settled()) continue;
-      if (recovery_ == Recovery::bounded_park) {
-        if (fence_waits_ > 0) {
-          --fence_waits_;
-        } else if (bell_.park_bounded()) {
-          continue;
-        } else if (settled()) {
-          fence_waits_ = fence_after_miss;
-          continue;
-        }
-      }
+      if (recovery_ == Recovery::bounded_park && (bell_.park_bounded() || settled())) continue;
       if (recovery_ != Recovery::none) {
         detail::asymmetric_fence_heavy();
         if (settled()) continue;
@@ -93,8 +80,6 @@ class Waiter {
   // A pipeline worker's: its input lanes, its ordering window, and the lanes out of its fused
   // group (two edges when a branch of a tee is fused into it).
   static constexpr std::size_t max_rechecks = 4;
-  // Waits that fence first after a bounded park timed out on a condition that then held.
-  static constexpr std::uint32_t fence_after_miss = 64;
 
   void add_recheck(Recheck recheck) noexcept {
     CONVEYOR_CONTRACT(rechecks_count_ < max_rechecks, "Waiter: too many rechecks");
@@ -107,15 +92,12 @@ class Waiter {
   }
 
   [[nodiscard]] Doorbell& doorbell() noexcept { return bell_; }
-  // For tests and diagnostics: how many of the next waits fence before they park.
-  [[nodiscard]] std::uint32_t fence_first_waits() const noexcept { return fence_waits_; }
 
  private:
   Doorbell& bell_;
   const Recovery recovery_;
   std::array<Recheck, max_rechecks> rechecks_{};
   std::size_t rechecks_count_ = 0;
-  std::uint32_t fence_waits_ = 0;  // bounded_park: parks left that fence first
 };
 
 }  // namespace conveyor::sync
