@@ -308,26 +308,38 @@ struct StuckOnce {
   }
 };
 
+// The state of a test with a StuckOnce branch: what the other branch got, and what it saw.
+struct StuckBranch {
+  std::atomic<std::uint64_t> other{0};
+  std::atomic<bool> stuck{false};
+  std::atomic<bool> timed_out{false};
+  SharedTally tally;
+
+  // The stuck branch's code, stuck until the other branch has `target` items.
+  StuckOnce code(std::uint64_t target) {
+    return StuckOnce{&stuck, &other, target, &timed_out, &tally};
+  }
+  auto count_other() {
+    return [this](std::uint64_t) { other.fetch_add(1, std::memory_order_relaxed); };
+  }
+};
+
 // While the stuck worker's one-slot lane is full, the tee sends that branch's items to the other
 // worker, and the other branch goes on.
 TEST(PipelineTeeTest, AStuckWorkerOfABranchDoesNotHoldTheTeeWhileItsOtherLaneHasRoom) {
   Watchdog watchdog;
   Pipeline p;
   constexpr std::uint64_t items = 1'000;
-  std::atomic<std::uint64_t> first_branch{0};
-  std::atomic<bool> stuck{false};
-  std::atomic<bool> timed_out{false};
-  SharedTally second;
+  StuckBranch branch;
   p.source(count_to(items)) |
-      tee(conveyor::chain<std::uint64_t>() |
-              sink([&](std::uint64_t) { first_branch.fetch_add(1, std::memory_order_relaxed); }),
+      tee(conveyor::chain<std::uint64_t>() | sink(branch.count_other()),
           conveyor::chain<std::uint64_t>() |
-              sink(StuckOnce{&stuck, &first_branch, items, &timed_out, &second},
+              sink(branch.code(items),
                    {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}));
   p.run();
-  EXPECT_FALSE(timed_out.load(std::memory_order_relaxed));
-  EXPECT_EQ(first_branch.load(std::memory_order_relaxed), items);
-  EXPECT_EQ(second.get(), expected_tally(items));
+  EXPECT_FALSE(branch.timed_out.load(std::memory_order_relaxed));
+  EXPECT_EQ(branch.other.load(std::memory_order_relaxed), items);
+  EXPECT_EQ(branch.tally.get(), expected_tally(items));
 }
 
 TEST(PipelineTeeTest, EachBranchStageHasItsOwnStatistics) {
@@ -799,27 +811,22 @@ TEST(PipelineRouteTest, AStuckWorkerOfABranchDoesNotHoldTheRouteWhileItsOtherLan
   for (const std::size_t batch : {std::size_t{1}, std::size_t{8}}) {
     Pipeline p;
     constexpr std::uint64_t items = 2'000;
-    std::atomic<std::uint64_t> evens{0};
-    std::atomic<bool> stuck{false};
-    std::atomic<bool> timed_out{false};
-    SharedTally odds;
+    StuckBranch branch;
     p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, {.batch = batch}) |
         route(when([](std::uint64_t x) { return x % 2 == 0; },
-                   conveyor::chain<std::uint64_t>() |
-                       sink([&](std::uint64_t) { evens.fetch_add(1, std::memory_order_relaxed); })),
+                   conveyor::chain<std::uint64_t>() | sink(branch.count_other())),
               otherwise(conveyor::chain<std::uint64_t>() |
-                        sink(StuckOnce{&stuck, &evens, items / 2, &timed_out, &odds},
-                             {.mode = Mode::parallel,
-                              .workers = 2,
-                              .channel = conveyor::Channel::queue(1),
-                              .batch = batch})));
+                        sink(branch.code(items / 2), {.mode = Mode::parallel,
+                                                      .workers = 2,
+                                                      .channel = conveyor::Channel::queue(1),
+                                                      .batch = batch})));
     p.run();
-    EXPECT_FALSE(timed_out.load(std::memory_order_relaxed)) << "batch " << batch;
-    EXPECT_EQ(evens.load(std::memory_order_relaxed), items / 2);
-    Tally expected;
+    EXPECT_FALSE(branch.timed_out.load(std::memory_order_relaxed)) << "batch " << batch;
+    EXPECT_EQ(branch.other.load(std::memory_order_relaxed), items / 2);
+    Tally odds;
     for (std::uint64_t x = 1; x < items; x += 2)
-      expected.add(x);
-    EXPECT_EQ(odds.get(), expected);
+      odds.add(x);
+    EXPECT_EQ(branch.tally.get(), odds);
   }
 }
 
