@@ -213,7 +213,7 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   ASSERT_EQ(buffer.spare().size(), 1U);
   EXPECT_TRUE(buffer.spare().front().batch.empty());
   EXPECT_GT(buffer.spare().front().batch.capacity(), 0U);
-  EXPECT_EQ(buffer.spare().front().origin, 1U);  // back to where it came from
+  EXPECT_EQ(buffer.spare().front().origin, std::optional<std::size_t>(1));  // where it came from
 }
 
 TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotAndKeepsItsStorage) {
@@ -293,8 +293,8 @@ TEST(ReorderBufferTest, AnEarlySparseBatchIsKeptWholeUntilItsFirstNumber) {
   EXPECT_EQ(buffer.released(), 10U);
   EXPECT_FALSE(buffer.holding());
   ASSERT_EQ(buffer.spare().size(), 2U);  // both were parked, and both come back, each to its origin
-  EXPECT_EQ(buffer.spare()[0].origin, 2U);
-  EXPECT_EQ(buffer.spare()[1].origin, 3U);
+  EXPECT_EQ(buffer.spare()[0].origin, std::optional<std::size_t>(2));
+  EXPECT_EQ(buffer.spare()[1].origin, std::optional<std::size_t>(3));
 }
 
 TEST(ReorderBufferTest, AShortEarlySparseBatchGoesSlotBySlot) {

@@ -85,10 +85,11 @@ class ReorderBuffer {
   // every value whose turn has come. A batch whose turn has not come is kept whole if it covers
   // at least half as many numbers as its storage holds: the buffer then takes the batch's
   // storage, and hands it back through spare() once its items have gone out, with `origin` (the
-  // caller's name for where it came from). A shorter early batch goes into the slots, and the
-  // caller keeps its storage.
+  // caller's name for where it came from, if it cares). A shorter early batch goes into the
+  // slots, and the caller keeps its storage.
   template <class Deliver>
-  void add_batch(Batch<T>& batch, Deliver&& deliver, std::size_t origin = 0) {
+  void add_batch(Batch<T>& batch, Deliver&& deliver,
+                 std::optional<std::size_t> origin = std::nullopt) {
     CONVEYOR_CONTRACT(batch.is_run() || (batch.is_sparse() && batch.has_gaps()),
                       "ReorderBuffer::add_batch: a run, or a sparse batch that covers its gaps");
     const std::uint64_t first = batch.first();
@@ -113,7 +114,7 @@ class ReorderBuffer {
   // Batch storage that parked batches no longer need, each with the origin it came with.
   struct Kept {
     Batch<T> batch;
-    std::size_t origin;
+    std::optional<std::size_t> origin;
   };
   [[nodiscard]] std::vector<Kept>& spare() noexcept { return spare_; }
 
@@ -187,7 +188,7 @@ class ReorderBuffer {
     for (std::size_t i = 0; i < parked_.size(); ++i) {
       if (parked_[i].batch.first() != next_) continue;
       // Taken out before the values go out, like a slot's.
-      const std::size_t origin = parked_[i].origin;
+      const std::optional<std::size_t> origin = parked_[i].origin;
       Batch<T> run = std::move(parked_[i].batch);
       if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -79,7 +78,6 @@ template <class Input, class T, class Deliver, class BeforeSleep>
 bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorder, WindowGate* gate,
                       Deliver&& deliver, BeforeSleep&& before_sleep) {
   BusyClock clock(worker);
-  constexpr std::size_t any_lane = std::numeric_limits<std::size_t>::max();
   // The gate outlives the worker.
   if (gate != nullptr) {
     worker.add_recheck(
@@ -109,13 +107,14 @@ bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorde
         batch != nullptr && (batch->is_run() || batch->is_sparse())) {
       // A route's sparse batch goes back to the port that split it, which draws its storage from
       // what comes back; a run, to whichever producer sent last (docs/design/batching.md).
-      reorder.add_batch(*batch, give, batch->is_sparse() ? in.last_lane() : any_lane);
+      reorder.add_batch(*batch, give,
+                        batch->is_sparse() ? std::optional(in.last_lane()) : std::nullopt);
     } else {
       for_each_entry(*parcel, [&](const Tag& tag, T* value) { reorder.add(tag, value, give); });
     }
     recycle(in, *parcel);
     for (auto& spare : reorder.spare())
-      in.recycle(std::move(spare.batch), spare.origin == any_lane ? in.last_lane() : spare.origin);
+      in.recycle(std::move(spare.batch), spare.origin.value_or(in.last_lane()));
     reorder.spare().clear();
     clock.parcel_done(items);
     if (gate != nullptr && reorder.released() != released) gate->advance(reorder.released());
