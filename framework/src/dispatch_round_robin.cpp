@@ -24,7 +24,7 @@ class RoundRobin final : public DispatchPolicy {
           return true;
         }
       }
-      if (!port.wait_for_room()) return false;
+      if (!port.wait_for_room(0, port.lane_count())) return false;
     }
   }
 };

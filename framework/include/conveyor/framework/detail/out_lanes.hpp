@@ -48,10 +48,8 @@ class OutLanes {
   // A tee: the turn of the parcel at hand, which picks the lane within each branch.
   [[nodiscard]] std::size_t take_turn() noexcept { return turn_++; }
 
-  // Waits until one of the lanes [first, first + count) has a free slot (by default, any lane);
-  // false on cancellation.
-  bool wait_for_room(std::size_t first = 0, std::size_t count = 0) {
-    if (count == 0) count = rings_.size() - first;
+  // Waits until one of the lanes [first, first + count) has a free slot; false on cancellation.
+  bool wait_for_room(std::size_t first, std::size_t count) {
     return worker_.wait(
         WaitReason::space,
         [this, first, count] {
