@@ -136,6 +136,8 @@ TEST_P(BatchRunsTest, UnorderedEdgesCarryEveryItemOnce) {
            {.mode = Mode::parallel, .workers = 2, .batch = c.batch_out});
   p.run();
   EXPECT_EQ(tally.get(), expected_tally(items));
+  // Runs the sink takes whole are counted as the items they hold.
+  EXPECT_EQ(p.stats().stages.back().items_in, items);
 }
 
 // Broadcast: every sink worker gets its own copy of each mapped run.
@@ -251,15 +253,15 @@ TEST_F(BatchRunsTracked, MoveOnlyItemsAreMappedInPlace) {
   EXPECT_EQ(wrong, 0U);
 }
 
-enum class Thrower { source, in_place, typed };
+enum class Thrower { source, in_place, typed, sink };
 
-// A throw in the middle of a run (from the mapping code, in place or not) or of a batch (from a
-// pulled source) fails the pipeline, is rethrown, is counted once, and leaks nothing; the counts
-// stop at the item that threw.
+// A throw in the middle of a run (from the mapping code, in place or not, or from a sink that
+// takes the run whole) or of a batch (from a pulled source) fails the pipeline, is rethrown, is
+// counted once, and leaks nothing; the counts stop at the item that threw.
 TEST_F(BatchRunsTracked, AThrowInTheMiddleOfARunFailsCleanly) {
   Watchdog watchdog;
   constexpr std::int64_t fatal = 1'000;
-  for (Thrower thrower : {Thrower::source, Thrower::in_place, Thrower::typed}) {
+  for (Thrower thrower : {Thrower::source, Thrower::in_place, Thrower::typed, Thrower::sink}) {
     conveyor::PipelineStats stats;
     {
       Pipeline p;
@@ -284,7 +286,15 @@ TEST_F(BatchRunsTracked, AThrowInTheMiddleOfARunFailsCleanly) {
                 return t.value();
               },
               {.mode = Mode::parallel, .workers = 1, .batch = 16}) |
-          sink([](std::int64_t) {}, {.mode = Mode::serial_in_order, .batch = 16});
+          // Unordered, so that it takes each run whole (one path of one worker each: the items
+          // still arrive in order).
+          sink(
+              [thrower](std::int64_t value) {
+                if (thrower == Thrower::sink && value == fatal) {
+                  throw std::runtime_error("sink failed");
+                }
+              },
+              {.mode = Mode::serial_out_of_order, .batch = 16});
       EXPECT_THROW(p.run(), std::runtime_error);
       stats = p.stats();
     }  // what the channels still held is destroyed with the pipeline
@@ -297,7 +307,9 @@ TEST_F(BatchRunsTracked, AThrowInTheMiddleOfARunFailsCleanly) {
       // One worker, in order: every item up to the one that threw reached the code, and every
       // output before it was emitted.
       EXPECT_EQ(stats.stages[failed].items_in, static_cast<std::uint64_t>(fatal) + 1);
-      EXPECT_EQ(stats.stages[failed].items_out, static_cast<std::uint64_t>(fatal));
+      if (thrower != Thrower::sink) {
+        EXPECT_EQ(stats.stages[failed].items_out, static_cast<std::uint64_t>(fatal));
+      }
     }
     EXPECT_EQ(Tracked::alive(), 0) << failed;
   }

@@ -477,7 +477,7 @@ class StageNode final : public ConsumerNode<In, F> {
                         OutPort<Out>& out, WorkerCounters& counters) {
       std::vector<In>& inputs = run.values();
       if constexpr (std::is_same_v<In, Out> && std::is_nothrow_move_constructible_v<In>) {
-        map_each(inputs.size(), counters, [&](std::size_t i) {
+        for_each_counted(inputs.size(), counters, true, [&](std::size_t i) {
           Out output = body.map(std::move(inputs[i]));
           std::destroy_at(&inputs[i]);
           std::construct_at(&inputs[i], std::move(output));
@@ -488,26 +488,10 @@ class StageNode final : public ConsumerNode<In, F> {
       } else {
         Batch<Out> mapped = out.fresh_batch();
         std::vector<Out>& outputs = mapped.extend_run(run.first());
-        map_each(inputs.size(), counters,
-                 [&](std::size_t i) { outputs.push_back(body.map(std::move(inputs[i]))); });
+        for_each_counted(inputs.size(), counters, true,
+                         [&](std::size_t i) { outputs.push_back(body.map(std::move(inputs[i]))); });
         (void)out.send_run(std::move(mapped));
       }
-    }
-
-    // Calls map_one(i) for i in [0, count), counting as the per-item path does, also when it
-    // throws: the item that threw reached the code, and every output before it was emitted.
-    template <class MapOne>
-    static void map_each(std::size_t count, WorkerCounters& counters, MapOne&& map_one) {
-      std::size_t given = 0;
-      try {
-        for (; given < count; ++given)
-          map_one(given);
-      } catch (...) {
-        counters.items_in.add(given + 1);
-        counters.items_out.add(given);
-        throw;
-      }
-      counters.items_in.add(given);
     }
 
     std::vector<F> code_;
@@ -594,7 +578,13 @@ class SinkNode final : public ConsumerNode<In, F> {
         completed = consume_in_order(in, context, reorder, wiring.input_gate, consume, [] {});
       } else {
         completed = consume_unordered(
-            in, context, [](Batch<In>&) { return false; },
+            in, context,
+            [&](Batch<In>& run) {
+              std::vector<In>& values = run.values();
+              for_each_counted(values.size(), counters, false,
+                               [&](std::size_t i) { body.process(std::move(values[i])); });
+              return true;
+            },
             [&](const Tag&, In* value) -> std::uint64_t {
               if (value == nullptr) return 0;
               consume(std::move(*value));

@@ -3,6 +3,7 @@
 // order), and time what it does (busy_clock.hpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <type_traits>
@@ -15,6 +16,7 @@
 #include "conveyor/framework/detail/reorder_buffer.hpp"
 #include "conveyor/framework/detail/window_gate.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/framework/detail/worker_counters.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
@@ -34,6 +36,23 @@ template <class Input, class T>
 void recycle(Input& in, Parcel<T>& parcel) {
   auto* batch = std::get_if<Batch<T>>(&parcel);
   if (batch != nullptr && batch->capacity() > 0) in.recycle(std::move(*batch));
+}
+
+// Calls `one(i)` for i in [0, count), one run's items into the stage's code, and counts them
+// once, as the per-item path would, also when one throws: the item that threw reached the code
+// (items_in), and for a stage that `emits` one output per item, every output before it went out.
+template <class One>
+void for_each_counted(std::size_t count, WorkerCounters& counters, bool emits, One&& one) {
+  std::size_t given = 0;
+  try {
+    for (; given < count; ++given)
+      one(given);
+  } catch (...) {
+    counters.items_in.add(given + 1);
+    if (emits) counters.items_out.add(given);
+    throw;
+  }
+  counters.items_in.add(given);
 }
 
 // `Input` is the worker's InPort, or what wraps it with the same interface (try_pop, pop,
