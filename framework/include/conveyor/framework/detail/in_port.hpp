@@ -74,11 +74,17 @@ class InPort : public InLanes {
   using InLanes::last_lane;
 
   // Hands an emptied batch back for reuse, to the producer of the last parcel popped, or of lane
-  // `lane`. If that producer's ring is full, the storage just goes.
+  // `lane`; if that producer's ring is full, to the next producer with room (any producer can
+  // fill any batch). If every ring is full, the storage just goes.
   void recycle(Batch<T>&& batch) { recycle(std::move(batch), last_lane()); }
   void recycle(Batch<T>&& batch, std::size_t lane) {
     batch.clear();
-    (void)returns_[lane]->try_push(batch);
+    const std::size_t count = returns_.size();
+    for (std::size_t step = 0; step < count; ++step) {
+      std::size_t at = lane + step;
+      if (at >= count) at -= count;
+      if (returns_[at]->try_push(batch)) return;
+    }
   }
 
  private:
