@@ -269,6 +269,28 @@ void Pipeline::plan() {
     node->check_options();
 }
 
+std::string Pipeline::place_obstacle(std::size_t node, bool group_has_fused_branch) const {
+  if (parents_[node].size() > 1) return "it merges several inputs, which reach it through channels";
+  const std::size_t parent = parents_[node].front();
+  if (next_[parent].size() == 1) return {};
+  // A branch.
+  if (!routes_[parent].empty()) {
+    return "it is a branch of a route, which sends each item through a channel";
+  }
+  if (nodes_[node]->options().fuse != Fuse::always) {
+    return "it is one of several branches after it, which take its items through channels";
+  }
+  if (std::any_of(next_[parent].begin(), next_[parent].end(),
+                  [&](std::size_t other) { return nodes_[other]->fused(); })) {
+    return "another branch of the tee is fused into it: one branch at most";
+  }
+  if (group_has_fused_branch) {
+    return "a branch of an earlier tee is fused into the same workers: one per group of fused "
+           "stages";
+  }
+  return {};
+}
+
 void Pipeline::fuse() {
   using detail::NodeBase;
   std::size_t total = 0;
@@ -299,21 +321,8 @@ void Pipeline::fuse() {
     if (node.options().fuse != Fuse::never) {
       // One branch of a tee may run on the workers before it, when asked (Fuse::always): it gets
       // a copy of each item there, and the others take theirs through the tee's channels.
-      const bool branch = next_[parent].size() > 1;
-      const bool branch_fused =
-          branch && std::any_of(next_[parent].begin(), next_[parent].end(),
-                                [&](std::size_t other) { return nodes_[other]->fused(); });
-      const std::string obstacle =
-          parents_[i].size() > 1 ? "it merges several inputs, which reach it through channels"
-          : branch && !routes_[parent].empty()
-              ? "it is a branch of a route, which sends each item through a channel"
-          : branch && node.options().fuse != Fuse::always
-              ? "it is one of several branches after it, which take its items through channels"
-          : branch_fused ? "another branch of the tee is fused into it: one branch at most"
-          : branch && has_fused_branch[group_head[parent]]
-              ? "a branch of an earlier tee is fused into the same workers: one per group of "
-                "fused stages"
-              : detail::fusion_obstacle(before, node, workers, ordered);
+      std::string obstacle = place_obstacle(i, has_fused_branch[group_head[parent]]);
+      if (obstacle.empty()) obstacle = detail::fusion_obstacle(before, node, workers, ordered);
       if (node.options().fuse == Fuse::always) {
         if (!obstacle.empty()) {
           throw std::invalid_argument("stage '" + node.name() + "': cannot be fused into '" +

@@ -224,6 +224,10 @@ class Pipeline {
   void fan_out(std::size_t node);
   void plan();  // validates the chain and sizes the workers
   void fuse();  // decides which stages run on the workers of the stage before them
+  // Why node `node` cannot run on the workers of the stage before it because of its place in the
+  // graph (after a merge, as a branch), where that group of workers already runs a fused branch
+  // if `group_has_fused_branch`; empty if its place allows it.
+  [[nodiscard]] std::string place_obstacle(std::size_t node, bool group_has_fused_branch) const;
   void supervise();
   void finish_observers();
 
