@@ -4,58 +4,51 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
-#include <memory>
 #include <optional>
-#include <vector>
 
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
-#include "conveyor/framework/detail/worker_context.hpp"
+#include "lone_worker.hpp"
 
 namespace {
 
 using conveyor::detail::Batch;
-using conveyor::detail::Control;
 using conveyor::detail::InPort;
 using conveyor::detail::Parcel;
-using conveyor::detail::WorkerContext;
-using conveyor::detail::WorkerCounters;
-using conveyor::sync::Doorbell;
 using conveyor::sync::SpscRing;
+using conveyor::testing::LoneWorker;
+using conveyor::testing::TestLanes;
 
 constexpr std::size_t return_capacity = 2;
 
 // A consumer worker with one lane (and one return ring) from each of `producers` producers.
 class Consumer {
  public:
-  explicit Consumer(std::size_t producers) {
+  explicit Consumer(std::size_t producers) : lanes_(producers, 4, return_capacity) {
     InPort<int>::Lanes side;
     for (std::size_t i = 0; i < producers; ++i) {
-      lanes_.push_back(std::make_unique<SpscRing<Parcel<int>>>(4));
-      returns_.push_back(std::make_unique<SpscRing<Batch<int>>>(return_capacity));
-      bells_.push_back(std::make_unique<Doorbell>());
-      side.lanes.push_back(lanes_.back().get());
-      side.returns.push_back(returns_.back().get());
-      side.producers.push_back(bells_.back().get());
+      side.lanes.push_back(lanes_.lanes[i].get());
+      side.returns.push_back(lanes_.returns[i].get());
+      side.producers.push_back(lanes_.bells[i].get());
     }
-    port_.emplace(context_, std::move(side));
+    port_.emplace(worker_.context, std::move(side));
   }
 
   InPort<int>& port() { return *port_; }
-  SpscRing<Parcel<int>>& lane(std::size_t producer) { return *lanes_[producer]; }
+  SpscRing<Parcel<int>>& lane(std::size_t producer) { return *lanes_.lanes[producer]; }
   // How many batches wait in producer `producer`'s return ring.
   [[nodiscard]] std::size_t returned(std::size_t producer) const {
-    return return_capacity - returns_[producer]->free_slots();
+    return return_capacity - lanes_.returns[producer]->free_slots();
   }
   // The batch that waits first in producer `producer`'s return ring.
   std::optional<Batch<int>> take_returned(std::size_t producer) {
-    return returns_[producer]->try_pop();
+    return lanes_.returns[producer]->try_pop();
   }
   // Fills producer `producer`'s return ring.
   void fill_returns(std::size_t producer) {
-    while (returns_[producer]->free_slots() > 0) {
+    while (lanes_.returns[producer]->free_slots() > 0) {
       Batch<int> batch = filled(1);
-      ASSERT_TRUE(returns_[producer]->try_push(batch));
+      ASSERT_TRUE(lanes_.returns[producer]->try_push(batch));
     }
   }
 
@@ -68,13 +61,8 @@ class Consumer {
   }
 
  private:
-  std::vector<std::unique_ptr<SpscRing<Parcel<int>>>> lanes_;
-  std::vector<std::unique_ptr<SpscRing<Batch<int>>>> returns_;
-  std::vector<std::unique_ptr<Doorbell>> bells_;
-  Doorbell bell_;
-  Control control_;
-  WorkerCounters counters_;
-  WorkerContext context_{bell_, control_, counters_, 0};
+  TestLanes<int> lanes_;
+  LoneWorker worker_;
   std::optional<InPort<int>> port_;
 };
 

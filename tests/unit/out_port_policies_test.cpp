@@ -15,22 +15,21 @@
 #include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/framework/options.hpp"
+#include "lone_worker.hpp"
 
 namespace {
 
 using conveyor::Dispatch;
 using conveyor::detail::Batch;
-using conveyor::detail::Control;
 using conveyor::detail::Entry;
 using conveyor::detail::make_out_port;
 using conveyor::detail::OutPort;
 using conveyor::detail::Parcel;
 using conveyor::detail::Tag;
 using conveyor::detail::Tagging;
-using conveyor::detail::WorkerContext;
 using conveyor::detail::WorkerCounters;
-using conveyor::sync::Doorbell;
-using conveyor::sync::SpscRing;
+using conveyor::testing::LoneWorker;
+using conveyor::testing::TestLanes;
 
 // What one parcel held: each entry's number, offset and width (nullopt value: a gap).
 struct Seen {
@@ -44,29 +43,23 @@ struct Seen {
 // A producer worker with `lanes` lanes of `capacity` parcels to as many consumers.
 class Producer {
  public:
-  Producer(std::size_t lanes, std::size_t capacity) {
-    for (std::size_t i = 0; i < lanes; ++i) {
-      lanes_.push_back(std::make_unique<SpscRing<Parcel<int>>>(capacity));
-      returns_.push_back(std::make_unique<SpscRing<Batch<int>>>(capacity + 2));
-      bells_.push_back(std::make_unique<Doorbell>());
-    }
-  }
+  Producer(std::size_t lanes, std::size_t capacity) : lanes_(lanes, capacity, capacity + 2) {}
 
   std::unique_ptr<OutPort<int>> port(const Dispatch& dispatch, std::size_t batch, Tagging tagging) {
     OutPort<int>::Lanes side;
-    for (std::size_t i = 0; i < lanes_.size(); ++i) {
-      side.lanes.push_back(lanes_[i].get());
-      side.returns.push_back(returns_[i].get());
-      side.consumers.push_back(bells_[i].get());
+    for (std::size_t i = 0; i < lanes_.lanes.size(); ++i) {
+      side.lanes.push_back(lanes_.lanes[i].get());
+      side.returns.push_back(lanes_.returns[i].get());
+      side.consumers.push_back(lanes_.bells[i].get());
     }
-    return make_out_port<int>(context_, counters_, side,
+    return make_out_port<int>(worker_.context, worker_.counters, side,
                               {.dispatch = &dispatch, .batch = batch, .tagging = tagging});
   }
 
   // Parcels waiting in lane `lane`, in order, each as the entries it holds.
   std::vector<std::vector<Seen>> drain(std::size_t lane) {
     std::vector<std::vector<Seen>> parcels;
-    while (std::optional<Parcel<int>> parcel = lanes_[lane]->try_pop()) {
+    while (std::optional<Parcel<int>> parcel = lanes_.lanes[lane]->try_pop()) {
       std::vector<Seen> entries;
       auto add = [&](const Tag& tag, const int* value) {
         entries.push_back(Seen{tag.seq, tag.offset, tag.width,
@@ -82,17 +75,12 @@ class Producer {
     return parcels;
   }
 
-  [[nodiscard]] bool closed(std::size_t lane) const { return lanes_[lane]->closed(); }
-  [[nodiscard]] const WorkerCounters& counters() const { return counters_; }
+  [[nodiscard]] bool closed(std::size_t lane) const { return lanes_.lanes[lane]->closed(); }
+  [[nodiscard]] const WorkerCounters& counters() const { return worker_.counters; }
 
  private:
-  std::vector<std::unique_ptr<SpscRing<Parcel<int>>>> lanes_;
-  std::vector<std::unique_ptr<SpscRing<Batch<int>>>> returns_;
-  std::vector<std::unique_ptr<Doorbell>> bells_;
-  Doorbell bell_;
-  Control control_;
-  WorkerCounters counters_;
-  WorkerContext context_{bell_, control_, counters_, 0};
+  TestLanes<int> lanes_;
+  LoneWorker worker_;
 };
 
 constexpr std::uint64_t whole = Tag::whole;
