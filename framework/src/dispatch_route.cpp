@@ -21,11 +21,8 @@ namespace {
 
 class Route final : public DispatchPolicy {
  public:
-  Route(std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
-        std::vector<bool> ordered)
-      : starts_(std::move(starts)),
-        predicates_(std::move(predicates)),
-        ordered_(std::move(ordered)) {}
+  Route(std::vector<std::size_t> starts, RouteCases cases, std::vector<bool> ordered)
+      : starts_(std::move(starts)), cases_(std::move(cases)), ordered_(std::move(ordered)) {}
 
   [[nodiscard]] bool keyed() const noexcept override { return true; }
   [[nodiscard]] bool routes() const noexcept override { return true; }
@@ -33,7 +30,9 @@ class Route final : public DispatchPolicy {
 
   [[nodiscard]] std::size_t lane_of(const void* item, std::uint64_t seq,
                                     std::size_t /*lanes*/) const override {
-    return branch_lane(item != nullptr ? branch_of(item) : 0, seq);
+    std::uint32_t branch = 0;
+    if (item != nullptr) cases_.classify(item, 1, &branch);
+    return branch_lane(branch, seq);
   }
 
   void gap_lanes(std::uint64_t seq, std::size_t chosen,
@@ -55,11 +54,8 @@ class Route final : public DispatchPolicy {
 
   [[nodiscard]] std::size_t branches() const noexcept override { return starts_.size() - 1; }
 
-  [[nodiscard]] std::size_t branch_of(const void* item) const override {
-    for (std::size_t branch = 0; branch < predicates_.size(); ++branch) {
-      if (predicates_[branch](item)) return branch;
-    }
-    return predicates_.size();
+  void branches_of(const void* items, std::size_t count, std::uint32_t* branches) const override {
+    cases_.classify(items, count, branches);
   }
 
   [[nodiscard]] bool branch_ordered(std::size_t branch) const noexcept override {
@@ -74,17 +70,15 @@ class Route final : public DispatchPolicy {
 
  private:
   const std::vector<std::size_t> starts_;
-  const std::vector<std::function<bool(const void*)>> predicates_;
+  const RouteCases cases_;
   const std::vector<bool> ordered_;
 };
 
 }  // namespace
 
-std::shared_ptr<const DispatchPolicy> route_dispatch(
-    std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
-    std::vector<bool> ordered) {
-  return std::make_shared<const Route>(std::move(starts), std::move(predicates),
-                                       std::move(ordered));
+std::shared_ptr<const DispatchPolicy> route_dispatch(std::vector<std::size_t> starts,
+                                                     RouteCases cases, std::vector<bool> ordered) {
+  return std::make_shared<const Route>(std::move(starts), std::move(cases), std::move(ordered));
 }
 
 }  // namespace conveyor::detail

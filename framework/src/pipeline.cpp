@@ -231,13 +231,13 @@ void Pipeline::plan() {
     if (nodes_[i]->role() == Role::source) ++sources;
     // A merge's edge has the workers of its inputs as its producers, and nothing else.
     for (const std::size_t parent : parents_[i]) {
-      if (parents_[i].size() > 1 && (next_[parent].size() > 1 || !routes_[parent].empty())) {
+      if (parents_[i].size() > 1 && (next_[parent].size() > 1 || routes(parent))) {
         throw std::logic_error(
             "conveyor: an input of a merge cannot also go elsewhere (a tee "
             "or route): put a stage between them");
       }
     }
-    if (!routes_[i].empty() && next_[i].size() != routes_[i].size() + 1) {
+    if (routes(i) && next_[i].size() != routes_[i].predicates + 1) {
       throw std::logic_error(
           "conveyor: a route has one branch per predicate and a default one, "
           "and nothing else continues from where it splits");
@@ -274,7 +274,7 @@ std::string Pipeline::place_obstacle(std::size_t node, bool group_has_fused_bran
   const std::size_t parent = parents_[node].front();
   if (next_[parent].size() == 1) return {};
   // A branch.
-  if (!routes_[parent].empty()) {
+  if (routes(parent)) {
     return "it is a branch of a route, which sends each item through a channel";
   }
   if (nodes_[node]->options().fuse != Fuse::always) {
@@ -474,7 +474,7 @@ void Pipeline::start() {
       starts.push_back(capacities.size());
       capacities.insert(capacities.end(), nodes_[after]->workers(), options.channel.capacity());
       batch = std::min(batch, options.batch);
-      if ((next_[i].size() > 1 || !routes_[i].empty()) &&
+      if ((next_[i].size() > 1 || routes(i)) &&
           options.dispatch.kind() != Dispatch::Kind::round_robin) {
         throw std::invalid_argument("stage '" + nodes_[after]->name() +
                                     "': the first stage of a branch takes its items as the tee "
@@ -484,12 +484,12 @@ void Pipeline::start() {
     }
     runtime->edges[i] = nodes_[i]->make_output_edge(nodes_[i]->workers(), capacities);
     runtime->out_edges[i] = runtime->edges[i].get();
-    if (channel_next[i].size() == 1 && routes_[i].empty()) {
+    if (channel_next[i].size() == 1 && !routes(i)) {
       wirings[i].output_dispatch = &nodes_[channel_next[i].front()]->options().dispatch;
     } else {
       starts.push_back(capacities.size());
       std::shared_ptr<const detail::DispatchPolicy> policy;
-      if (routes_[i].empty()) {
+      if (!routes(i)) {
         policy = detail::tee_dispatch(std::move(starts));
       } else {
         std::vector<bool> ordered;

@@ -41,6 +41,7 @@
 #include "conveyor/framework/detail/async_body.hpp"
 #include "conveyor/framework/detail/body.hpp"
 #include "conveyor/framework/detail/control.hpp"
+#include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/node.hpp"
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/options.hpp"
@@ -171,15 +172,14 @@ class Pipeline {
     fan_out(at.node_);
   }
 
-  // Lets several chains continue from `at`, each item going to the first whose predicate it
-  // matches (predicates[b] for the b-th chain added), or else to the one added last (route.hpp).
-  // A predicate takes a pointer to a T.
+  // Lets several chains continue from `at`, each item going to the branch `cases` picks: the
+  // first whose predicate it matches (predicate b for the b-th chain added), or else the one added
+  // last (route.hpp).
   template <class T>
-  void route_at(const Flow<T>& at,
-                const std::vector<std::function<bool(const void*)>>& predicates) {
+  void route_at(const Flow<T>& at, detail::RouteCases cases) {
     check_not_merged(at.merged_);
     fan_out(at.node_);
-    routes_[at.node_] = predicates;
+    routes_[at.node_] = std::move(cases);
   }
 
   void run() {
@@ -239,8 +239,9 @@ class Pipeline {
   std::vector<std::vector<std::size_t>> parents_;
   std::vector<bool> fans_out_;
   std::vector<std::vector<std::size_t>> next_;
-  // Per node: a route's predicates, one per branch but the last (empty if the node is no route).
-  std::vector<std::vector<std::function<bool(const void*)>>> routes_;
+  // Per node: a route's cases (without `classify` if the node is no route).
+  std::vector<detail::RouteCases> routes_;
+  [[nodiscard]] bool routes(std::size_t node) const { return routes_[node].classify != nullptr; }
   detail::Control control_;
   std::unique_ptr<detail::Runtime> runtime_;
   // steady_clock nanoseconds; 0 until set.

@@ -23,6 +23,8 @@
 //   there makes start() throw.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <tuple>
@@ -83,6 +85,22 @@ class Route {
 };
 
 namespace detail {
+// A case's predicate, checked against the route's item type T, as a tuple of one (none for the
+// `otherwise` case), to be joined with the others'.
+template <class T, class Case>
+auto predicate_of(const Case& one) {
+  if constexpr (Case::is_default) {
+    return std::tuple<>();
+  } else if constexpr (std::is_invocable_v<const decltype(one.predicate)&, const T&>) {
+    return std::tuple(one.predicate);
+  } else {
+    static_assert(std::is_invocable_v<const decltype(one.predicate)&, const T&>,
+                  "conveyor: this route's predicate cannot take the items the stage before it "
+                  "emits");
+    return std::tuple<>();
+  }
+}
+
 template <class... Cases>
 constexpr bool otherwise_last() {
   constexpr bool defaults[] = {Cases::is_default...};
@@ -114,25 +132,26 @@ Completed operator|(const Flow<T>& flow, const Route<Cases...>& route) {
                 "(see the instantiation of operator| below for the flow's item type and the "
                 "cases' types)");
   if constexpr (types_match) {
-    std::vector<std::function<bool(const void*)>> predicates;
-    std::apply(
-        [&](const auto&... each) {
-          (
-              [&](const auto& one) {
-                using Case = std::decay_t<decltype(one)>;
-                if constexpr (!Case::is_default) {
-                  static_assert(std::is_invocable_v<const decltype(one.predicate)&, const T&>,
-                                "conveyor: this route's predicate cannot take the items the stage "
-                                "before it emits");
-                  predicates.emplace_back([predicate = one.predicate](const void* item) {
-                    return static_cast<bool>(std::invoke(predicate, *static_cast<const T*>(item)));
-                  });
-                }
-              }(each),
-              ...);
-        },
+    auto predicates = std::apply(
+        [](const auto&... each) { return std::tuple_cat(detail::predicate_of<T>(each)...); },
         route.cases());
-    flow.pipeline().route_at(flow, std::move(predicates));
+    constexpr std::size_t count = std::tuple_size_v<decltype(predicates)>;
+    // The branch of each item: the first predicate it matches, else `count` (the default).
+    auto classify = [predicates = std::move(predicates)](const void* items, std::size_t size,
+                                                         std::uint32_t* branches) {
+      const T* values = static_cast<const T*>(items);
+      for (std::size_t i = 0; i < size; ++i) {
+        std::uint32_t branch = 0;
+        std::apply(
+            [&](const auto&... predicate) {
+              (void)((static_cast<bool>(std::invoke(predicate, values[i])) || (++branch, false)) ||
+                     ...);
+            },
+            predicates);
+        branches[i] = branch;
+      }
+    };
+    flow.pipeline().route_at(flow, detail::RouteCases{count, std::move(classify)});
     // In order: the branches' workers are the edge's consumers in this order.
     std::optional<Completed> done;
     std::apply([&](const auto&... each) { (done.emplace(each.branch.apply(flow)), ...); },

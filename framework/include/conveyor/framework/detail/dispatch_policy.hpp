@@ -70,7 +70,9 @@ class DispatchPolicy {
   // A route's policy, for a run split by branch: how many branches, the branch of `item`, the lane
   // of branch `branch` for number `seq`, and whether the branch restores order.
   [[nodiscard]] virtual std::size_t branches() const noexcept { return 0; }
-  [[nodiscard]] virtual std::size_t branch_of(const void* /*item*/) const { return 0; }
+  // branches[i]: the branch of items[i], for `count` items in an array of the edge's item type.
+  virtual void branches_of(const void* /*items*/, std::size_t /*count*/,
+                           std::uint32_t* /*branches*/) const {}
   [[nodiscard]] virtual std::size_t branch_lane(std::size_t /*branch*/,
                                                 std::uint64_t /*seq*/) const noexcept {
     return 0;
@@ -84,13 +86,22 @@ class DispatchPolicy {
 // lanes in turn; branch b's lanes are [starts[b], starts[b + 1]).
 std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts);
 
+// A route's cases, with their item type erased once for the whole route rather than once per
+// predicate (route.hpp makes them): how many predicates it has, and `classify(items, count,
+// branches)`, which sets branches[i] to the branch of items[i] (`count` items in an array of the
+// route's item type): the first branch whose predicate it matches, else the default, numbered
+// `predicates`. The predicates run inlined in one loop.
+struct RouteCases {
+  std::size_t predicates = 0;
+  std::function<void(const void*, std::size_t, std::uint32_t*)> classify;
+};
+
 // The policy of a route's edge (dispatch_route.cpp): branch b's lanes are [starts[b],
-// starts[b + 1]); an item goes to the first branch whose predicate it matches, else to the last
-// (the default); a gap goes to branch 0. Within a branch, the lane is picked by the number.
-// `ordered[b]`: whether branch b restores order (and needs gaps).
-std::shared_ptr<const DispatchPolicy> route_dispatch(
-    std::vector<std::size_t> starts, std::vector<std::function<bool(const void*)>> predicates,
-    std::vector<bool> ordered);
+// starts[b + 1]); an item goes to the branch `cases` picks for it; a gap goes to branch 0. Within
+// a branch, the lane is picked by the number. `ordered[b]`: whether branch b restores order (and
+// needs gaps).
+std::shared_ptr<const DispatchPolicy> route_dispatch(std::vector<std::size_t> starts,
+                                                     RouteCases cases, std::vector<bool> ordered);
 
 // The keyed policy of Dispatch::by_key and Dispatch::by_partition (templates, in options.hpp):
 // `hash(item)` is the hash of an item's key, or its partition.

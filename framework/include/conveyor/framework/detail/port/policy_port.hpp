@@ -183,11 +183,9 @@ class PolicyPort final : public OutPort<T> {
     picks_.resize(span);
     picked_.assign(branches, 0);
     std::vector<T>& values = run.values();
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      const auto branch = static_cast<std::uint32_t>(dispatch_.branch_of(&values[i]));
-      picks_[i] = branch;
+    dispatch_.branches_of(values.data(), values.size(), picks_.data());
+    for (const std::uint32_t branch : picks_)
       ++picked_[branch];
-    }
     bool sent = true;
     for (std::uint32_t branch = 0; branch < branches; ++branch) {
       if (picked_[branch] == 0 && !dispatch_.branch_ordered(branch)) continue;
