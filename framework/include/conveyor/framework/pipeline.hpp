@@ -176,7 +176,7 @@ class Pipeline {
   // first whose predicate it matches (predicate b for the b-th chain added), or else the one added
   // last (route.hpp).
   template <class T>
-  void route_at(const Flow<T>& at, detail::RouteCases cases) {
+  void route_at(const Flow<T>& at, detail::RouteCases&& cases) {
     check_not_merged(at.merged_);
     fan_out(at.node_);
     routes_[at.node_] = std::move(cases);
