@@ -3,8 +3,8 @@
 // is full, the next lane of the branch with a free slot; the port waits while every lane of the
 // branch is full, until any of them has room. On a numbered edge every other branch that
 // restores order gets a gap with the item's tag (gap_lanes), so that its in-order stage does not
-// wait for the number. A run is split by branch (branches, branch_of, branch_lane) into one sparse
-// batch per branch.
+// wait for the number. A run is split by branch (branches, branches_of, branch_lane) into one
+// sparse batch per branch.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

@@ -222,6 +222,8 @@ class Pipeline {
   void check_continues(std::size_t node) const;
   static void check_not_merged(const std::vector<std::size_t>& merged);
   void fan_out(std::size_t node);
+  // Whether node `node` splits into the branches of a route.
+  [[nodiscard]] bool routes(std::size_t node) const { return routes_[node].classify != nullptr; }
   void plan();  // validates the chain and sizes the workers
   void fuse();  // decides which stages run on the workers of the stage before them
   // Why node `node` cannot run on the workers of the stage before it because of its place in the
@@ -241,7 +243,6 @@ class Pipeline {
   std::vector<std::vector<std::size_t>> next_;
   // Per node: a route's cases (without `classify` if the node is no route).
   std::vector<detail::RouteCases> routes_;
-  [[nodiscard]] bool routes(std::size_t node) const { return routes_[node].classify != nullptr; }
   detail::Control control_;
   std::unique_ptr<detail::Runtime> runtime_;
   // steady_clock nanoseconds; 0 until set.

@@ -67,10 +67,10 @@ class DispatchPolicy {
   [[nodiscard]] virtual bool routes() const noexcept { return false; }
   virtual void gap_lanes(std::uint64_t /*seq*/, std::size_t /*chosen*/,
                          std::vector<std::size_t>& /*lanes*/) const {}
-  // A route's policy, for a run split by branch: how many branches, the branch of `item`, the lane
-  // of branch `branch` for number `seq`, and whether the branch restores order.
+  // A route's policy, for a run split by branch: how many branches, the branch of each item
+  // (branches[i] for items[i], `count` items in an array of the edge's item type), the lane of
+  // branch `branch` for number `seq`, and whether the branch restores order.
   [[nodiscard]] virtual std::size_t branches() const noexcept { return 0; }
-  // branches[i]: the branch of items[i], for `count` items in an array of the edge's item type.
   virtual void branches_of(const void* /*items*/, std::size_t /*count*/,
                            std::uint32_t* /*branches*/) const {}
   [[nodiscard]] virtual std::size_t branch_lane(std::size_t /*branch*/,
