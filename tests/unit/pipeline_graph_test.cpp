@@ -850,6 +850,46 @@ TEST(PipelineRouteTest, ItemsNeedNotBeCopyable) {
   EXPECT_EQ(small, 49U * 50U / 2);
 }
 
+// A predicate may be a member pointer, as std::invoke takes it: a data member that converts to
+// bool, or a const member function. Batched too, where a run is classified in one loop.
+struct Order {
+  std::uint64_t id = 0;
+  bool urgent = false;
+  [[nodiscard]] bool large() const { return id % 10 == 0; }
+};
+
+TEST(PipelineRouteTest, APredicateMayBeAMemberPointer) {
+  Watchdog watchdog;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    std::vector<std::uint64_t> urgent;
+    std::vector<std::uint64_t> large;
+    std::vector<std::uint64_t> rest;
+    auto collect = [batch](std::vector<std::uint64_t>& out) {
+      return conveyor::chain<Order>() | sink([&out](const Order& o) { out.push_back(o.id); },
+                                             {.mode = Mode::serial_in_order, .batch = batch});
+    };
+    p.source(count_to(1000)) |
+        stage(
+            [](std::uint64_t x) {
+              return Order{x, x % 7 == 0};
+            },
+            {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        route(when(&Order::urgent, collect(urgent)), when(&Order::large, collect(large)),
+              otherwise(collect(rest)));
+    p.run();
+    std::vector<std::uint64_t> want_urgent;
+    std::vector<std::uint64_t> want_large;
+    std::vector<std::uint64_t> want_rest;
+    for (std::uint64_t x = 0; x < 1000; ++x) {
+      (x % 7 == 0 ? want_urgent : x % 10 == 0 ? want_large : want_rest).push_back(x);
+    }
+    EXPECT_EQ(urgent, want_urgent) << "batch " << batch;
+    EXPECT_EQ(large, want_large) << "batch " << batch;
+    EXPECT_EQ(rest, want_rest) << "batch " << batch;
+  }
+}
+
 struct FlushTally {
   std::atomic<int>* flushes;
   void process(std::uint64_t) {}
