@@ -620,6 +620,21 @@ bool divisible_by_3(std::uint64_t x) {
   return x % 3 == 0;
 }
 
+// The numbers below `count` as a route of two cases and a default splits them.
+struct ThreeWays {
+  std::vector<std::uint64_t> first;
+  std::vector<std::uint64_t> second;
+  std::vector<std::uint64_t> rest;
+};
+template <class First, class Second>
+ThreeWays split_three_ways(std::uint64_t count, First first, Second second) {
+  ThreeWays split;
+  for (std::uint64_t x = 0; x < count; ++x) {
+    (first(x) ? split.first : second(x) ? split.second : split.rest).push_back(x);
+  }
+  return split;
+}
+
 TEST(PipelineRouteTest, EachItemGoesToTheFirstBranchItMatchesOrToTheDefault) {
   Watchdog watchdog;
   Pipeline p;
@@ -631,15 +646,11 @@ TEST(PipelineRouteTest, EachItemGoesToTheFirstBranchItMatchesOrToTheDefault) {
             when([](std::uint64_t x) { return x % 2 == 0; }, collect_in_order(evens)),
             otherwise(collect_in_order(rest)));
   p.run();
-  std::vector<std::uint64_t> want_threes;
-  std::vector<std::uint64_t> want_evens;
-  std::vector<std::uint64_t> want_rest;
-  for (std::uint64_t x = 0; x < 1000; ++x) {
-    (x % 3 == 0 ? want_threes : x % 2 == 0 ? want_evens : want_rest).push_back(x);
-  }
-  EXPECT_EQ(threes, want_threes);
-  EXPECT_EQ(evens, want_evens);
-  EXPECT_EQ(rest, want_rest);
+  const ThreeWays want =
+      split_three_ways(1000, divisible_by_3, [](std::uint64_t x) { return x % 2 == 0; });
+  EXPECT_EQ(threes, want.first);
+  EXPECT_EQ(evens, want.second);
+  EXPECT_EQ(rest, want.rest);
 }
 
 // Parallel stages with random delays before and in the branches, batching on and off, and an
@@ -878,15 +889,12 @@ TEST(PipelineRouteTest, APredicateMayBeAMemberPointer) {
         route(when(&Order::urgent, collect(urgent)), when(&Order::large, collect(large)),
               otherwise(collect(rest)));
     p.run();
-    std::vector<std::uint64_t> want_urgent;
-    std::vector<std::uint64_t> want_large;
-    std::vector<std::uint64_t> want_rest;
-    for (std::uint64_t x = 0; x < 1000; ++x) {
-      (x % 7 == 0 ? want_urgent : x % 10 == 0 ? want_large : want_rest).push_back(x);
-    }
-    EXPECT_EQ(urgent, want_urgent) << "batch " << batch;
-    EXPECT_EQ(large, want_large) << "batch " << batch;
-    EXPECT_EQ(rest, want_rest) << "batch " << batch;
+    const ThreeWays want = split_three_ways(
+        1000, [](std::uint64_t x) { return x % 7 == 0; },
+        [](std::uint64_t x) { return x % 10 == 0; });
+    EXPECT_EQ(urgent, want.first) << "batch " << batch;
+    EXPECT_EQ(large, want.second) << "batch " << batch;
+    EXPECT_EQ(rest, want.rest) << "batch " << batch;
   }
 }
 
