@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -167,6 +168,52 @@ TEST(ReorderBufferTest, EarlyMoveOnlyItemsAreMovedOutOnce) {
   EXPECT_EQ(out, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8}));
 }
 
+// The ring starts smaller than a large window and grows as numbers land beyond it, keeping the
+// whole entries, gaps and parts it already holds, for an item type that cannot be assigned.
+TEST(ReorderBufferTest, EarlyNumbersFarAheadGrowTheRingAndKeepWhatItHolds) {
+  struct Item {
+    std::unique_ptr<int> value;
+    explicit Item(int v) : value(std::make_unique<int>(v)) {}
+    Item(Item&&) noexcept = default;
+    Item& operator=(Item&&) = delete;
+  };
+  constexpr int window = 1000;
+  ReorderBuffer<Item> buffer(window);
+  std::vector<int> out;
+  auto collect = [&](Item&& item) { out.push_back(*item.value); };
+  for (int lap = 0; lap < 2; ++lap) {
+    const int base = lap * window;
+    const std::size_t before = out.size();
+    // From the far end of the window down, so the ring grows several times over held entries.
+    for (int k = window - 1; k >= 1; --k) {
+      const auto seq = static_cast<std::uint64_t>(base + k);
+      if (k % 7 == 0) {
+        buffer.add(Tag::fresh(seq), nullptr, collect);  // a gap
+      } else if (k % 5 == 0) {
+        Item second(10 * (base + k) + 1);
+        buffer.add(Tag::fresh(seq).part(1, 2), &second, collect);
+        Item first(10 * (base + k));
+        buffer.add(Tag::fresh(seq).part(0, 2), &first, collect);
+      } else {
+        Item whole(10 * (base + k));
+        buffer.add(Tag::fresh(seq), &whole, collect);
+      }
+    }
+    EXPECT_EQ(out.size(), before);  // all waiting for `base`
+    Item first(10 * base);
+    buffer.add(Tag::fresh(static_cast<std::uint64_t>(base)), &first, collect);
+    EXPECT_FALSE(buffer.holding());
+  }
+  std::vector<int> expected;
+  for (int seq = 0; seq < 2 * window; ++seq) {
+    const int k = seq % window;
+    if (k != 0 && k % 7 == 0) continue;
+    expected.push_back(10 * seq);
+    if (k != 0 && k % 5 == 0) expected.push_back(10 * seq + 1);
+  }
+  EXPECT_EQ(out, expected);
+}
+
 TEST(ReorderBufferTest, UnsequencedEntriesAreKeptForTheEnd) {
   ReorderBuffer<int> buffer(2);
   std::vector<int> out;
@@ -216,21 +263,54 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   EXPECT_EQ(buffer.spare().front().origin, std::optional<std::size_t>(1));  // where it came from
 }
 
-TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotAndKeepsItsStorage) {
+// A batch of `items` numbered from `first` (holding ten times their number), with room for
+// `capacity`: a partial batch, as a producer flushes it before it sleeps.
+conveyor::detail::Batch<int> partial_of(std::uint64_t first, int items, std::size_t capacity) {
+  conveyor::detail::Batch<int> partial;
+  partial.reserve(capacity);
+  for (int i = 0; i < items; ++i)
+    partial.append_value(first + i, static_cast<int>(first + i) * 10);
+  return partial;
+}
+
+TEST(ReorderBufferTest, AShortEarlyRunIsKeptWholeWhileTheKeptStorageFitsTheWindow) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
-  conveyor::detail::Batch<int> partial;
-  partial.reserve(8);
-  partial.append_value(2, 20);
-  partial.append_value(3, 30);
-  buffer.add_batch(partial, Collect{&out});
-  EXPECT_GE(partial.capacity(), 8U);  // not taken: the caller recycles it
+  auto partial = partial_of(2, 2, 8);  // 8 items of storage kept: within the window's 16
+  buffer.add_batch(partial, Collect{&out}, /*origin=*/1);
+  EXPECT_EQ(partial.capacity(), 0U);  // the buffer took it
   EXPECT_TRUE(buffer.holding());
   auto first = run_of(0, {0, 10});
   buffer.add_batch(first, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30}));
   EXPECT_FALSE(buffer.holding());
-  EXPECT_TRUE(buffer.spare().empty());
+  ASSERT_EQ(buffer.spare().size(), 1U);
+  EXPECT_GE(buffer.spare().front().batch.capacity(), 8U);
+}
+
+TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotOnceTheKeptStorageWouldPassTheWindow) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  auto kept = partial_of(6, 2, 8);
+  buffer.add_batch(kept, Collect{&out});
+  EXPECT_EQ(kept.capacity(), 0U);  // 8 of 16 kept
+  auto slotted = partial_of(2, 2, 16);
+  buffer.add_batch(slotted, Collect{&out});
+  EXPECT_GE(slotted.capacity(), 16U);  // 24 would pass 16: not taken, the caller recycles it
+  auto full = run_of(4, {40, 50});  // at least half full: kept whatever the storage
+  buffer.add_batch(full, Collect{&out});
+  EXPECT_EQ(full.capacity(), 0U);
+  EXPECT_TRUE(buffer.holding());
+  auto first = run_of(0, {0, 10});
+  buffer.add_batch(first, Collect{&out});
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30, 40, 50, 60, 70}));
+  EXPECT_FALSE(buffer.holding());
+  EXPECT_EQ(buffer.spare().size(), 2U);
+  // Once given out, the kept storage no longer counts: the next short batch is kept again.
+  buffer.spare().clear();
+  auto again = partial_of(10, 2, 16);
+  buffer.add_batch(again, Collect{&out});
+  EXPECT_EQ(again.capacity(), 0U);
 }
 
 TEST(ReorderBufferTest, RunsAndSingleEntriesReleaseEachOther) {
@@ -300,9 +380,9 @@ TEST(ReorderBufferTest, AnEarlySparseBatchIsKeptWholeUntilItsFirstNumber) {
 TEST(ReorderBufferTest, AShortEarlySparseBatchGoesSlotBySlot) {
   ReorderBuffer<int> buffer(16);
   std::vector<int> out;
-  auto short_one = sparse_of(2, 2, {3}, 8);
+  auto short_one = sparse_of(2, 2, {3}, 32);  // its storage would pass the window
   buffer.add_batch(short_one, Collect{&out});
-  EXPECT_GE(short_one.capacity(), 8U);  // not taken: the caller recycles it
+  EXPECT_GE(short_one.capacity(), 32U);  // not taken: the caller recycles it
   buffer.add(Entry<int>{Tag::fresh(0), 0}, Collect{&out});
   EXPECT_EQ(out, (std::vector<int>{0}));
   buffer.add(Entry<int>{Tag::fresh(1), 1}, Collect{&out});

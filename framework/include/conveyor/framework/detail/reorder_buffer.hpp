@@ -1,13 +1,15 @@
 // ReorderBuffer<T>: where a serial_in_order stage keeps what arrives before its turn.
 //
-// One slot per sequence number in [released, released + window), used as a ring. A slot holds an
-// early whole entry as it is, or collects the parts of its number (see parcel.hpp) until their
-// widths add up to a whole, then gives their values out by offset. The window gate upstream
-// guarantees that no number outside the window arrives, so the buffer never grows: after the first
-// lap its slots' vectors are reused without allocation. A batch in run form (parcel.hpp) that
-// comes early and is at least half full is kept whole rather than slot by slot, and goes out whole
-// when its turn comes; its storage (at most twice what its items need) then goes to spare(), with
-// the origin its caller gave it. A sparse batch with gaps (a route's, parcel.hpp) is taken the
+// A ring of slots, one per sequence number from `released` on. A slot holds an early whole entry
+// as it is, or collects the parts of its number (see parcel.hpp) until their widths add up to a
+// whole, then gives their values out by offset. The window gate upstream guarantees that no number
+// outside [released, released + window) arrives. The ring starts small and doubles when a number
+// lands beyond it, up to the window rounded up to a power of two; once grown, its slots' vectors
+// are reused without allocation. A batch in run form (parcel.hpp) that comes early is kept whole
+// rather than slot by slot if it is at least half full (its storage is then at most twice what its
+// items need), or if the storage kept so far leaves room for it within the window's worth of
+// items; it goes out whole when its turn comes, and its storage then goes to spare(), with the
+// origin its caller gave it. A sparse batch with gaps (a route's, parcel.hpp) is taken the
 // same way, by the numbers it covers. Entries without a number (from flush hooks upstream) are
 // kept apart and given out after the stream.
 //
@@ -37,7 +39,10 @@ void sort_by_offset(std::vector<PartOrder>& parts);
 template <class T>
 class ReorderBuffer {
  public:
-  explicit ReorderBuffer(std::uint64_t window) : slots_(static_cast<std::size_t>(window)) {
+  explicit ReorderBuffer(std::uint64_t window)
+      : window_(window),
+        slots_(static_cast<std::size_t>(std::bit_ceil(std::min(window, initial_slots)))),
+        mask_(slots_.size() - 1) {
     CONVEYOR_CONTRACT(window >= 1, "ReorderBuffer: the window must hold at least one number");
   }
 
@@ -57,20 +62,20 @@ class ReorderBuffer {
       return;
     }
     const std::uint64_t seq = tag.seq;
-    CONVEYOR_CONTRACT(seq >= next_ && seq - next_ < slots_.size(),
+    CONVEYOR_CONTRACT(seq >= next_ && seq - next_ < window_,
                       "ReorderBuffer: a sequence number outside the window arrived");
     if (seq == next_ && tag.width == Tag::whole) {
       // In order and whole: no need to keep it.
       ++next_;
       if (value != nullptr) deliver(std::move(*value));
-      if (slots_[next_ % slots_.size()].covered != Tag::whole && parked_.empty()) return;
+      if (slot_of(next_).covered != Tag::whole && parked_.empty()) return;
     } else if (tag.width == Tag::whole) {
       // Early but whole, the common case behind parallel stages: no list of parts.
-      Slot& slot = slots_[seq % slots_.size()];
+      Slot& slot = early_slot(seq);
       if (value != nullptr) slot.whole.emplace(std::move(*value));
       slot.covered = Tag::whole;
     } else {
-      Slot& slot = slots_[seq % slots_.size()];
+      Slot& slot = early_slot(seq);
       if (value != nullptr) {
         slot.parts.push_back(Part{tag.offset, std::optional<T>(std::move(*value))});
       } else {
@@ -83,10 +88,11 @@ class ReorderBuffer {
 
   // Takes a batch in run form, or a sparse batch with gaps (parcel.hpp), and gives out, in order,
   // every value whose turn has come. A batch whose turn has not come is kept whole if it covers
-  // at least half as many numbers as its storage holds: the buffer then takes the batch's
-  // storage, and hands it back through spare() once its items have gone out, with `origin` (the
-  // caller's name for where it came from, if it cares). A shorter early batch goes into the
-  // slots, and the caller keeps its storage.
+  // at least half as many numbers as its storage holds, or if the storage of the batches kept
+  // with it stays within the window: the buffer then takes the batch's storage, and hands it back
+  // through spare() once its items have gone out, with `origin` (the caller's name for where it
+  // came from, if it cares). Any other early batch goes into the slots, and the caller keeps its
+  // storage.
   template <class Deliver>
   void add_batch(Batch<T>& batch, Deliver&& deliver,
                  std::optional<std::size_t> origin = std::nullopt) {
@@ -95,14 +101,16 @@ class ReorderBuffer {
     const std::uint64_t first = batch.first();
     const std::uint64_t count = batch.numbers();
     if (count == 0) return;
-    CONVEYOR_CONTRACT(first >= next_ && first + count - next_ <= slots_.size(),
+    CONVEYOR_CONTRACT(first >= next_ && first + count - next_ <= window_,
                       "ReorderBuffer: a sequence number outside the window arrived");
     if (first != next_) {
-      if (count * 2 < batch.capacity()) {
+      const std::size_t storage = batch.capacity();
+      if (count * 2 < storage && parked_storage_ + storage > window_) {
         // A short batch (a partial one) would hold a whole batch's storage: slot by slot instead.
         batch.for_each([&](const Tag& tag, T* value) { add(tag, value, deliver); });
         return;
       }
+      parked_storage_ += storage;
       parked_.push_back(Kept{std::move(batch), origin});
       return;
     }
@@ -147,10 +155,36 @@ class ReorderBuffer {
     std::vector<Part> parts;
   };
 
+  static constexpr std::uint64_t initial_slots = 64;
+
+  [[nodiscard, gnu::always_inline]] Slot& slot_of(std::uint64_t seq) noexcept {
+    return slots_[static_cast<std::size_t>(seq & mask_)];
+  }
+  // The slot of a number that came early, once the ring reaches it.
+  [[gnu::always_inline]] Slot& early_slot(std::uint64_t seq) {
+    if (seq - next_ >= slots_.size()) grow(seq - next_ + 1);
+    return slot_of(seq);
+  }
+  // Makes the ring hold at least `reach` numbers from next_ (at most the window), moving each
+  // slot to its place in the larger ring; by construction, since T need not be assignable.
+  void grow(std::uint64_t reach) {
+    std::vector<Slot> larger(static_cast<std::size_t>(std::bit_ceil(reach)));
+    const std::uint64_t larger_mask = larger.size() - 1;
+    for (std::uint64_t seq = next_; seq != next_ + slots_.size(); ++seq) {
+      Slot& from = slot_of(seq);
+      Slot& to = larger[static_cast<std::size_t>(seq & larger_mask)];
+      to.covered = from.covered;
+      if (from.whole) to.whole.emplace(std::move(*from.whole));
+      to.parts = std::move(from.parts);
+    }
+    slots_ = std::move(larger);
+    mask_ = larger_mask;
+  }
+
   template <class Deliver>
   void release_complete(Deliver& deliver) {
     for (;;) {
-      Slot& slot = slots_[next_ % slots_.size()];
+      Slot& slot = slot_of(next_);
       if (slot.covered != Tag::whole) {
         if (!release_parked_run(deliver)) return;
         continue;
@@ -192,6 +226,7 @@ class ReorderBuffer {
       Batch<T> run = std::move(parked_[i].batch);
       if (i + 1 != parked_.size()) parked_[i] = std::move(parked_.back());
       parked_.pop_back();
+      parked_storage_ -= run.capacity();
       next_ += run.numbers();
       run.for_each_value([&](T& value) { deliver(std::move(value)); });
       run.clear();
@@ -201,8 +236,11 @@ class ReorderBuffer {
     return false;
   }
 
-  std::vector<Slot> slots_;
+  std::uint64_t window_;
+  std::vector<Slot> slots_;  // a power of two of them
+  std::uint64_t mask_;
   std::vector<Kept> parked_;  // runs and sparse batches that came early, kept whole
+  std::size_t parked_storage_ = 0;  // the storage they hold, in items
   std::vector<Kept> spare_;
   std::vector<PartOrder> order_;
   std::uint64_t next_ = 0;
