@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -21,6 +22,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -210,6 +212,20 @@ class Service {
       ports_["metrics"] = static_cast<std::uint16_t>(std::stoi(match[1]));
     }
   }
+
+  // The service is killed first; its directory goes with it unless the test has failed, when it
+  // stays for whoever reads the failure (its log is stderr.txt).
+  ~Service() {
+    child_.reset();
+    if (!::testing::Test::HasFailure()) {
+      std::error_code ignored;
+      fs::remove_all(dir_, ignored);
+    }
+  }
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+  Service(Service&&) = delete;
+  Service& operator=(Service&&) = delete;
 
   [[nodiscard]] std::uint16_t port(const std::string& input) const { return ports_.at(input); }
   [[nodiscard]] std::string log() const { return read_file(dir_ / "stderr.txt"); }
