@@ -33,7 +33,7 @@ template <class T, class... More>
                 "conveyor: every input of a merge must carry the same item type (see the "
                 "instantiation of merge below for the inputs' types)");
   if constexpr ((std::is_same_v<T, More> && ...)) {
-    return first.pipeline().merged(first, more...);
+    return detail::Topology::merged(first, more...);
   } else {
     return first;
   }

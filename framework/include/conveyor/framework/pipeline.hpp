@@ -59,6 +59,7 @@ Completed operator|(const Flow<T>& flow, SinkSpec<F, Key> spec);
 
 namespace detail {
 struct Runtime;
+struct Topology;
 template <class>
 inline constexpr bool always_false = false;
 }  // namespace detail
@@ -151,6 +152,35 @@ class Pipeline {
     return Completed(*this);
   }
 
+  void run() {
+    start();
+    wait();
+  }
+  void start();
+  void wait();
+
+  void request_stop() noexcept { control_.request_stop(); }
+  void abort() noexcept { control_.request_abort(); }
+
+  [[nodiscard]] PipelineStats stats() const;
+  [[nodiscard]] PipelineState state() const noexcept;
+  [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
+
+  // Observers are told when the pipeline starts and finishes, and given snapshots every
+  // `PipelineOptions::sample_interval` in between. Add them before start().
+  void add_observer(std::shared_ptr<Observer> observer);
+
+  // A shared resource (see shared.hpp) whose statistics stats() reports. `resource` must outlive
+  // the pipeline, or at least every call to stats().
+  template <class Resource>
+  void track(const Resource& resource) {
+    std::lock_guard lock(resources_mutex_);
+    resources_.push_back([&resource] { return resource.stats(); });
+  }
+
+ private:
+  friend struct detail::Topology;
+
   // Flows whose items the next stage takes together (merge.hpp): all of this pipeline, and none
   // continued yet.
   template <class T, class... More>
@@ -182,33 +212,6 @@ class Pipeline {
     routes_[at.node_] = std::move(cases);
   }
 
-  void run() {
-    start();
-    wait();
-  }
-  void start();
-  void wait();
-
-  void request_stop() noexcept { control_.request_stop(); }
-  void abort() noexcept { control_.request_abort(); }
-
-  [[nodiscard]] PipelineStats stats() const;
-  [[nodiscard]] PipelineState state() const noexcept;
-  [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
-
-  // Observers are told when the pipeline starts and finishes, and given snapshots every
-  // `PipelineOptions::sample_interval` in between. Add them before start().
-  void add_observer(std::shared_ptr<Observer> observer);
-
-  // A shared resource (see shared.hpp) whose statistics stats() reports. `resource` must outlive
-  // the pipeline, or at least every call to stats().
-  template <class Resource>
-  void track(const Resource& resource) {
-    std::lock_guard lock(resources_mutex_);
-    resources_.push_back([&resource] { return resource.stats(); });
-  }
-
- private:
   // The nodes a node after `from` takes its items from, each checked to be continuable.
   template <class T>
   std::vector<std::size_t> parents_of(const Flow<T>& from) const {
@@ -256,6 +259,23 @@ class Pipeline {
 };
 
 namespace detail {
+// How merge(), tee() and route() (merge.hpp, tee.hpp, route.hpp) shape a pipeline's graph: calls
+// that keep the graph valid only as those make them, and so are not a pipeline's public ones.
+struct Topology {
+  template <class T, class... More>
+  [[nodiscard]] static Flow<T> merged(const Flow<T>& first, const More&... more) {
+    return first.pipeline().merged(first, more...);
+  }
+  template <class T>
+  static void branch_at(const Flow<T>& at) {
+    at.pipeline().branch_at(at);
+  }
+  template <class T>
+  static void route_at(const Flow<T>& at, RouteCases&& cases) {
+    at.pipeline().route_at(at, std::move(cases));
+  }
+};
+
 // A keyed dispatch given to stage() or sink() names its key function's item type (Key; void when
 // there is none): it must be the type of the items the stage receives.
 template <class Key, class T>

@@ -151,7 +151,7 @@ Completed operator|(const Flow<T>& flow, const Route<Cases...>& route) {
         branches[i] = branch;
       }
     };
-    flow.pipeline().route_at(flow, detail::RouteCases{count, std::move(classify)});
+    detail::Topology::route_at(flow, detail::RouteCases{count, std::move(classify)});
     // In order: the branches' workers are the edge's consumers in this order.
     std::optional<Completed> done;
     std::apply([&](const auto&... each) { (done.emplace(each.branch.apply(flow)), ...); },

@@ -58,7 +58,7 @@ Completed operator|(const Flow<T>& flow, const Tee<Branches...>& tee) {
                 "must be copyable");
   if constexpr ((std::is_same_v<T, typename Branches::input_type> && ...) &&
                 std::is_copy_constructible_v<T>) {
-    flow.pipeline().branch_at(flow);
+    detail::Topology::branch_at(flow);
     // In order: the branches' workers are the edge's consumers in this order.
     std::optional<Completed> done;
     std::apply([&](const auto&... branch) { (done.emplace(branch.apply(flow)), ...); },
