@@ -297,7 +297,7 @@ TEST(ReorderBufferTest, AShortEarlyRunGoesSlotBySlotOnceTheKeptStorageWouldPassT
   auto slotted = partial_of(2, 2, 16);
   buffer.add_batch(slotted, Collect{&out});
   EXPECT_GE(slotted.capacity(), 16U);  // 24 would pass 16: not taken, the caller recycles it
-  auto full = run_of(4, {40, 50});  // at least half full: kept whatever the storage
+  auto full = run_of(4, {40, 50});     // at least half full: kept whatever the storage
   buffer.add_batch(full, Collect{&out});
   EXPECT_EQ(full.capacity(), 0U);
   EXPECT_TRUE(buffer.holding());

@@ -106,7 +106,8 @@ class ReorderBuffer {
     if (first != next_) {
       const std::size_t storage = batch.capacity();
       if (count * 2 < storage && parked_storage_ + storage > window_) {
-        // A short batch (a partial one) would hold a whole batch's storage: slot by slot instead.
+        // A short batch (a partial one) would hold a whole batch's storage, and what is kept
+        // already leaves no room for it: slot by slot instead.
         batch.for_each([&](const Tag& tag, T* value) { add(tag, value, deliver); });
         return;
       }
@@ -239,7 +240,7 @@ class ReorderBuffer {
   std::uint64_t window_;
   std::vector<Slot> slots_;  // a power of two of them
   std::uint64_t mask_;
-  std::vector<Kept> parked_;  // runs and sparse batches that came early, kept whole
+  std::vector<Kept> parked_;        // runs and sparse batches that came early, kept whole
   std::size_t parked_storage_ = 0;  // the storage they hold, in items
   std::vector<Kept> spare_;
   std::vector<PartOrder> order_;
