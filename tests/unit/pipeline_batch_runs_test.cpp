@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stage.hpp"
@@ -225,6 +226,50 @@ TEST(BatchRunsStop, RequestStopDeliversEverythingThePulledSourceReturned) {
     EXPECT_EQ(stats.stages.front().items_out, consumed.load()) << "batch " << batch;
     EXPECT_EQ(stats.stages.back().items_in, consumed.load()) << "batch " << batch;
   }
+}
+
+// Items that move trivially but cannot be copied: trivially copyable in the standard's sense, yet
+// not copy-constructible, so every batched append must move them.
+template <class V>
+struct MoveOnlyValue {
+  V value;
+  explicit MoveOnlyValue(V v) : value(v) {}
+  MoveOnlyValue(MoveOnlyValue&&) = default;
+  MoveOnlyValue& operator=(MoveOnlyValue&&) = default;
+  MoveOnlyValue(const MoveOnlyValue&) = delete;
+  MoveOnlyValue& operator=(const MoveOnlyValue&) = delete;
+  ~MoveOnlyValue() = default;
+};
+static_assert(std::is_trivially_copyable_v<MoveOnlyValue<int>>);
+static_assert(!std::is_copy_constructible_v<MoveOnlyValue<int>>);
+
+// Such items take every path that appends to a run: a pulled source's loop, a stage that maps a
+// run into a new type, a filter that appends its outputs one by one, and an in-order sink.
+TEST(BatchRunsMoveOnly, TriviallyMovedItemsThatCannotBeCopiedArriveInOrder) {
+  Watchdog watchdog;
+  Pipeline p;
+  std::int64_t expected = 0;
+  std::uint64_t wrong = 0;
+  p.source([next = 0]() mutable -> std::optional<MoveOnlyValue<int>> {
+    if (next == static_cast<int>(items)) return std::nullopt;
+    return MoveOnlyValue<int>(next++);
+  }) |
+      stage([](MoveOnlyValue<int> x) { return MoveOnlyValue<std::int64_t>(2 * x.value); },
+            {.mode = Mode::parallel, .workers = 2, .batch = 16}) |
+      stage(
+          [](MoveOnlyValue<std::int64_t> x) -> std::optional<MoveOnlyValue<std::int64_t>> {
+            return MoveOnlyValue<std::int64_t>(x.value + 1);
+          },
+          {.mode = Mode::parallel, .workers = 2, .batch = 16}) |
+      sink(
+          [&](MoveOnlyValue<std::int64_t> x) {
+            if (x.value != 2 * expected + 1) ++wrong;
+            ++expected;
+          },
+          {.mode = Mode::serial_in_order, .batch = 16});
+  p.run();
+  EXPECT_EQ(expected, static_cast<std::int64_t>(items));
+  EXPECT_EQ(wrong, 0U);
 }
 
 class BatchRunsTracked : public conveyor::testing::TrackedLeakCheck {};

@@ -488,8 +488,9 @@ class StageNode final : public ConsumerNode<In, F> {
       } else {
         Batch<Out> mapped = out.fresh_batch();
         std::vector<Out>& outputs = mapped.extend_run(run.first());
-        for_each_counted(inputs.size(), counters, true,
-                         [&](std::size_t i) { outputs.push_back(body.map(std::move(inputs[i]))); });
+        for_each_counted(inputs.size(), counters, true, [&](std::size_t i) {
+          append_item(outputs, body.map(std::move(inputs[i])));
+        });
         (void)out.send_run(std::move(mapped));
       }
     }

@@ -127,7 +127,7 @@ class OutPort : public OutLanes {
             ended = true;
             break;
           }
-          space->values->push_back(std::move(*item));
+          append_item(*space->values, std::move(*item));
         }
       } catch (...) {
         // The numbers and the count follow what was taken.

@@ -64,6 +64,19 @@ struct Tag {
   }
 };
 
+// Appends `value` to `values`. An item with a trivial copy constructor goes in by copy: that
+// push_back is inlined in a hot loop, where the moving one, which calls emplace_back, may not be
+// (docs/design/batching.md).
+template <class T>
+[[gnu::always_inline]] inline void append_item(std::vector<T>& values,
+                                               std::type_identity_t<T>&& value) {
+  if constexpr (std::is_trivially_copy_constructible_v<T>) {
+    values.push_back(std::as_const(value));
+  } else {
+    values.push_back(std::move(value));
+  }
+}
+
 // One item, or a gap (no value) that only carries its tag to an in-order stage.
 template <class T>
 struct Entry {
@@ -204,11 +217,11 @@ class Batch {
     if (form_ == Form::run && seq != Tag::unsequenced_seq) {
       if (values_.empty()) {
         first_ = seq;
-        values_.push_back(std::move(value));
+        append_item(values_, std::move(value));
         return;
       }
       if (seq == first_ + values_.size()) {
-        values_.push_back(std::move(value));
+        append_item(values_, std::move(value));
         return;
       }
     }
@@ -224,7 +237,7 @@ class Batch {
                              (values_.empty() || entry.tag.seq == first_ + values_.size());
       if (continues) {
         if (values_.empty()) first_ = entry.tag.seq;
-        values_.push_back(std::move(*entry.value));
+        append_item(values_, std::move(*entry.value));
         return;
       }
       to_tagged();
