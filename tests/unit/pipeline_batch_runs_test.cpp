@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stage.hpp"
@@ -270,6 +272,65 @@ TEST(BatchRunsMoveOnly, TriviallyMovedItemsThatCannotBeCopiedArriveInOrder) {
   p.run();
   EXPECT_EQ(expected, static_cast<std::int64_t>(items));
   EXPECT_EQ(wrong, 0U);
+}
+
+// An item whose copy constructor is defaulted but whose move takes ownership, and whose destructor
+// releases what it still owns: copying it into a batch and destroying the original would release
+// a value that the copy still holds.
+class Owner {
+ public:
+  Owner(std::vector<std::atomic<int>>& released, int id) : released_(&released), id_(id) {}
+  Owner(const Owner&) = default;
+  Owner(Owner&& other) noexcept : released_(other.released_), id_(std::exchange(other.id_, -1)) {}
+  Owner& operator=(const Owner&) = default;
+  Owner& operator=(Owner&& other) noexcept {
+    released_ = other.released_;
+    id_ = std::exchange(other.id_, -1);
+    return *this;
+  }
+  ~Owner() {
+    if (id_ >= 0) (*released_)[static_cast<std::size_t>(id_)].fetch_add(1);
+  }
+  [[nodiscard]] int id() const { return id_; }
+  [[nodiscard]] bool released() const {
+    return (*released_)[static_cast<std::size_t>(id_)].load() != 0;
+  }
+
+ private:
+  std::vector<std::atomic<int>>* released_;
+  int id_;
+};
+static_assert(!std::is_trivially_copyable_v<Owner>);
+
+// Such items are moved on every batched path, never copied: each reaches the sink still owning
+// its value, and each value is released exactly once.
+TEST(BatchRunsMoveOnly, ItemsWhoseMoveTakesOwnershipAreMovedNotCopied) {
+  Watchdog watchdog;
+  std::vector<std::atomic<int>> released(items);
+  std::uint64_t received = 0;
+  std::uint64_t wrong = 0;
+  {
+    Pipeline p;
+    p.source([&released, next = 0]() mutable -> std::optional<Owner> {
+      if (next == static_cast<int>(items)) return std::nullopt;
+      return Owner(released, next++);
+    }) |
+        stage([](Owner x) { return std::optional<Owner>(std::move(x)); },
+              {.mode = Mode::parallel, .workers = 2, .batch = 16}) |
+        sink(
+            [&](Owner x) {
+              if (x.id() != static_cast<int>(received) || x.released()) ++wrong;
+              ++received;
+            },
+            {.mode = Mode::serial_in_order, .batch = 16});
+    p.run();
+  }
+  EXPECT_EQ(received, items);
+  EXPECT_EQ(wrong, 0U);
+  std::uint64_t once = 0;
+  for (const auto& count : released)
+    once += count.load() == 1 ? 1 : 0;
+  EXPECT_EQ(once, items);
 }
 
 class BatchRunsTracked : public conveyor::testing::TrackedLeakCheck {};

@@ -64,13 +64,13 @@ struct Tag {
   }
 };
 
-// Appends `value` to `values`. An item with a trivial copy constructor goes in by copy: that
-// push_back is inlined in a hot loop, where the moving one, which calls emplace_back, may not be
-// (docs/design/batching.md).
+// Appends `value` to `values`. An item that is trivially copyable and copy-constructible, whose
+// copy is therefore its move, goes in by copy: that push_back is inlined in a hot loop, where the
+// moving one, which calls emplace_back, may not be (docs/design/batching.md).
 template <class T>
 [[gnu::always_inline]] inline void append_item(std::vector<T>& values,
                                                std::type_identity_t<T>&& value) {
-  if constexpr (std::is_trivially_copy_constructible_v<T>) {
+  if constexpr (std::is_trivially_copyable_v<T> && std::is_trivially_copy_constructible_v<T>) {
     values.push_back(std::as_const(value));
   } else {
     values.push_back(std::move(value));
