@@ -3,7 +3,7 @@
 # Debian, on the same Apache combined logs, each line parsed and written as a JSON object to a file.
 #
 #   bench/tail_bench.sh [--size 1GiB] [--rounds 3] [--follow-seconds 10] [--follow-mb 20]
-#                       [--work DIR]
+#                       [--work DIR] [--catch-up-only]
 #
 # Needs the release build (cmake --workflow --preset release). Two measures, rounds alternating
 # the services, medians reported:
@@ -16,6 +16,7 @@
 # - Following: 8 files appended at --follow-mb MB/s in all for --follow-seconds
 #   (`log-ingest generate --to file://`), read as they grow. The CPU seconds per MB appended, and
 #   for log-ingest the lag from append to write (one line in 100 marked, `generate --latency`).
+# --catch-up-only measures log-ingest's catch-up against `run` alone: no peers, no following.
 # Peers, each in its own work directory:
 #   - rsyslog: imfile (inotify), mmnormalize with a liblognorm rule for the combined format, a
 #     JSON list template, omfile;
@@ -26,6 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 size=1GiB rounds=3 follow_seconds=10 follow_mb=20 work=${TMPDIR:-/tmp}/conveyor-tail-bench
+catch_up_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --size) size=$2; shift 2 ;;
@@ -33,8 +35,9 @@ while [ $# -gt 0 ]; do
     --follow-seconds) follow_seconds=$2; shift 2 ;;
     --follow-mb) follow_mb=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --catch-up-only) catch_up_only=1; shift ;;
     *)
-      echo "usage: $0 [--size 1GiB] [--rounds N] [--follow-seconds S] [--follow-mb MB] [--work DIR]" >&2
+      echo "usage: $0 [--size 1GiB] [--rounds N] [--follow-seconds S] [--follow-mb MB] [--work DIR] [--catch-up-only]" >&2
       exit 2
       ;;
   esac
@@ -149,8 +152,10 @@ run_reference() {
 services=(log-ingest)
 # The fields `run` writes for an access log: every field of a record, in the same order.
 run_fields=$'pipeline: {fields: [time, host, user, method, path, protocol, status, bytes, referrer, agent, duration, facility, severity, program, pid, message]}\n'
-[ -n "$rsyslogd" ] && services+=(rsyslog)
-[ -n "$syslog_ng" ] && services+=(syslog-ng)
+if [ "$catch_up_only" -eq 0 ]; then
+  [ -n "$rsyslogd" ] && services+=(rsyslog)
+  [ -n "$syslog_ng" ] && services+=(syslog-ng)
+fi
 
 # The big log, made once, and the reference: log-ingest run on it.
 mkdir -p "$work/catch-up"
@@ -173,6 +178,7 @@ for round in $(seq "$rounds"); do
     else
       failures=$((failures + 1))
     fi
+    [ "$catch_up_only" -eq 1 ] && continue
     if result=$(follow "$service"); then
       echo "follow-$service $result" >> "$work/results.$$"
     else
@@ -216,19 +222,21 @@ if [ -n "$run_median" ]; then
     fi
   done
 fi
-echo
-printf 'following: 8 files, %s MB/s in all for %s s\n' "$follow_mb" "$follow_seconds"
-printf '| service | CPU s per MB appended | lag p50 (ms) | lag p99 (ms) | lag max (ms) |\n'
-printf '| --- | --- | --- | --- | --- |\n'
-for service in "${services[@]}"; do
-  { grep "^follow-$service " "$work/results.$$" || true; } | awk '{ print $2 / $3, $4, $5, $6 }' |
-    sort -k1 -g | awk -v name="$service" '
-    { c[NR] = $1; p50[NR] = $2; p99[NR] = $3; m[NR] = $4 }
-    END {
-      if (NR == 0) { printf "| %s | failed | | | |\n", name; exit }
-      i = int((NR + 1) / 2)
-      printf "| %s | %.4f | %s | %s | %s |\n", name, c[i], p50[i], p99[i], m[i]
-    }'
-done
+if [ "$catch_up_only" -eq 0 ]; then
+  echo
+  printf 'following: 8 files, %s MB/s in all for %s s\n' "$follow_mb" "$follow_seconds"
+  printf '| service | CPU s per MB appended | lag p50 (ms) | lag p99 (ms) | lag max (ms) |\n'
+  printf '| --- | --- | --- | --- | --- |\n'
+  for service in "${services[@]}"; do
+    { grep "^follow-$service " "$work/results.$$" || true; } | awk '{ print $2 / $3, $4, $5, $6 }' |
+      sort -k1 -g | awk -v name="$service" '
+      { c[NR] = $1; p50[NR] = $2; p99[NR] = $3; m[NR] = $4 }
+      END {
+        if (NR == 0) { printf "| %s | failed | | | |\n", name; exit }
+        i = int((NR + 1) / 2)
+        printf "| %s | %.4f | %s | %s | %s |\n", name, c[i], p50[i], p99[i], m[i]
+      }'
+  done
+fi
 rm -rf "$work/results.$$" "$work/catch-up" "$work/run.time"
 [ "$failures" -eq 0 ]
