@@ -263,6 +263,38 @@ TEST(ReorderBufferTest, AnEarlyRunIsKeptWholeAndItsStorageComesBack) {
   EXPECT_EQ(buffer.spare().front().origin, std::optional<std::size_t>(1));  // where it came from
 }
 
+// Takes whole runs through values(), and counts how many calls each way.
+struct CollectRuns {
+  std::vector<int>* out;
+  int* one_calls;
+  int* run_calls;
+  void operator()(int&& value) const {
+    ++*one_calls;
+    out->push_back(value);
+  }
+  void values(conveyor::detail::Batch<int>& batch) const {
+    ++*run_calls;
+    batch.for_each_value([this](int& value) { out->push_back(value); });
+  }
+};
+
+TEST(ReorderBufferTest, ADeliveryThatTakesRunsGetsEachRunWholeAndSlotsOneByOne) {
+  ReorderBuffer<int> buffer(16);
+  std::vector<int> out;
+  int one_calls = 0;
+  int run_calls = 0;
+  const CollectRuns deliver{&out, &one_calls, &run_calls};
+  auto parked = run_of(5, {50, 60, 70});  // early and full: kept whole
+  buffer.add_batch(parked, deliver);
+  buffer.add(Entry<int>{Tag::fresh(4), 40}, deliver);  // early: into its slot
+  auto first = run_of(0, {0, 10, 20, 30});             // in its turn
+  buffer.add_batch(first, deliver);
+  EXPECT_EQ(out, (std::vector<int>{0, 10, 20, 30, 40, 50, 60, 70}));
+  EXPECT_EQ(run_calls, 2);  // the run in its turn, then the kept one
+  EXPECT_EQ(one_calls, 1);  // the slot's value
+  EXPECT_FALSE(buffer.holding());
+}
+
 // A batch of `items` numbered from `first` (holding ten times their number), with room for
 // `capacity`: a partial batch, as a producer flushes it before it sleeps.
 conveyor::detail::Batch<int> partial_of(std::uint64_t first, int items, std::size_t capacity) {

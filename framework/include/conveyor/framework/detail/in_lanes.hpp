@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "conveyor/framework/detail/function_ref.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
 #include "conveyor/sync/detail/ring_indices.hpp"
 #include "conveyor/sync/doorbell.hpp"
@@ -32,8 +33,7 @@ class InLanes {
   ~InLanes();
 
   // Waits until some open lane has a parcel or has ended; false on cancellation.
-  template <class BeforeSleep>
-  bool wait_for_items(BeforeSleep&& before_sleep) {
+  bool wait_for_items(FunctionRef<void()> before_sleep) {
     return worker_.wait(
         WaitReason::items, [this] { return anything_ready(); }, before_sleep,
         worker_.counters().blocked_pop_ticks);

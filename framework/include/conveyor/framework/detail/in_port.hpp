@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/framework/detail/function_ref.hpp"
 #include "conveyor/framework/detail/in_lanes.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
@@ -61,8 +62,7 @@ class InPort : public InLanes {
 
   // The next parcel, waiting while every open lane is empty; nullopt at the end of the stream or
   // on cancellation. `before_sleep` runs before the worker sleeps (to flush its own batches).
-  template <class BeforeSleep>
-  std::optional<Parcel<T>> pop(BeforeSleep&& before_sleep) {
+  std::optional<Parcel<T>> pop(FunctionRef<void()> before_sleep) {
     for (;;) {
       if (auto parcel = try_pop()) return parcel;
       if (ended() || worker().cancelled()) return std::nullopt;

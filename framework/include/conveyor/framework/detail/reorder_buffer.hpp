@@ -47,7 +47,8 @@ class ReorderBuffer {
   }
 
   // Takes the entry `tag`, `*value` (moved from; null for a gap) and gives out, in order, every
-  // value whose turn has come: `deliver(T&&)`.
+  // value whose turn has come: `deliver(T&&)`, or, for the values of a run or sparse batch,
+  // `deliver.values(Batch<T>&)` where `deliver` has it.
   template <class Deliver>
   void add(const Tag& tag, T* value, Deliver&& deliver) {
     if (!tag.sequenced()) {
@@ -116,7 +117,7 @@ class ReorderBuffer {
       return;
     }
     next_ += count;
-    batch.for_each_value([&](T& value) { deliver(std::move(value)); });
+    give_values(batch, deliver);
     release_complete(deliver);
   }
 
@@ -157,6 +158,16 @@ class ReorderBuffer {
   };
 
   static constexpr std::uint64_t initial_slots = 64;
+
+  // Every value of a run or sparse batch, in order: whole, if `deliver` takes batches.
+  template <class Deliver>
+  static void give_values(Batch<T>& batch, Deliver& deliver) {
+    if constexpr (requires { deliver.values(batch); }) {
+      deliver.values(batch);
+    } else {
+      batch.for_each_value([&](T& value) { deliver(std::move(value)); });
+    }
+  }
 
   [[nodiscard, gnu::always_inline]] Slot& slot_of(std::uint64_t seq) noexcept {
     return slots_[static_cast<std::size_t>(seq & mask_)];
@@ -229,7 +240,7 @@ class ReorderBuffer {
       parked_.pop_back();
       parked_storage_ -= run.capacity();
       next_ += run.numbers();
-      run.for_each_value([&](T& value) { deliver(std::move(value)); });
+      give_values(run, deliver);
       run.clear();
       spare_.push_back(Kept{std::move(run), origin});
       return true;

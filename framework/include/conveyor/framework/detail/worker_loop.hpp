@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "conveyor/framework/detail/busy_clock.hpp"
+#include "conveyor/framework/detail/function_ref.hpp"
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/reorder_buffer.hpp"
@@ -90,12 +91,23 @@ bool consume_unordered(Input& in, WorkerContext& worker, TakeRun&& take_run, Han
   }
 }
 
-// Source order, restored through `reorder`; `deliver(T&&)` gives one item to the stage's code
-// (and may return how many to time with this worker's busy time, if not 1). Advances the window
-// gate as numbers are released. At the end, items without a number follow.
-template <class Input, class T, class Deliver, class BeforeSleep>
-bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorder, WindowGate* gate,
-                      Deliver&& deliver, BeforeSleep&& before_sleep) {
+// What a serial_in_order stage's code takes from the in-order loop: one item (`one`), or every
+// value of a run or sparse batch whose turn has come (`values`: one call per batch, the loop over
+// its values in the stage's own code). Each returns how many items to time with the worker's busy
+// time. Behind references, the loop and its reorder buffer are compiled once per item type and
+// input rather than once per stage.
+template <class T>
+struct InOrderDelivery {
+  FunctionRef<std::uint64_t(T&&)> one;
+  FunctionRef<std::uint64_t(Batch<T>&)> values;
+};
+
+// Source order, restored through `reorder`, each item given to `deliver`. Advances the window gate
+// as numbers are released. At the end, items without a number follow.
+template <class Input, class T>
+bool consume_in_order_through(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorder,
+                              WindowGate* gate, InOrderDelivery<T> deliver,
+                              FunctionRef<void()> before_sleep) {
   BusyClock clock(worker);
   // The gate outlives the worker.
   if (gate != nullptr) {
@@ -103,14 +115,14 @@ bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorde
         {gate, [](const void* self) { static_cast<const WindowGate*>(self)->recheck(); }});
   }
   std::uint64_t items = 0;
-  auto give = [&](T&& item) {
-    if constexpr (std::is_void_v<decltype(deliver(std::move(item)))>) {
-      ++items;
-      deliver(std::move(item));
-    } else {
-      items += deliver(std::move(item));
-    }
+  // What the reorder buffer gives out, counted.
+  struct Give {
+    InOrderDelivery<T> to;
+    std::uint64_t* items;
+    void operator()(T&& item) const { *items += to.one(std::move(item)); }
+    void values(Batch<T>& batch) const { *items += to.values(batch); }
   };
+  const Give give{deliver, &items};
   for (;;) {
     std::optional<Parcel<T>> parcel = in.try_pop();
     if (!parcel) {
@@ -147,6 +159,33 @@ bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorde
     give(std::move(item));
   clock.record(items);
   return true;
+}
+
+// Gives `item` (moved from) to `deliver(T&&)`; returns the number of items to time for it: what
+// `deliver` returns, if anything, else 1.
+template <class Deliver, class T>
+std::uint64_t deliver_counted(Deliver& deliver, T& item) {
+  if constexpr (std::is_void_v<decltype(deliver(std::move(item)))>) {
+    deliver(std::move(item));
+    return 1;
+  } else {
+    return deliver(std::move(item));
+  }
+}
+
+// consume_in_order_through with the stage's code as `deliver(T&&)`, which may return how many items
+// to time with this worker's busy time (if not 1); `before_sleep()` runs before the worker sleeps.
+template <class Input, class T, class Deliver, class BeforeSleep>
+bool consume_in_order(Input& in, WorkerContext& worker, ReorderBuffer<T>& reorder, WindowGate* gate,
+                      Deliver&& deliver, BeforeSleep&& before_sleep) {
+  auto one = [&](T&& item) { return deliver_counted(deliver, item); };
+  auto values = [&](Batch<T>& batch) {
+    std::uint64_t items = 0;
+    batch.for_each_value([&](T& value) { items += deliver_counted(deliver, value); });
+    return items;
+  };
+  return consume_in_order_through(in, worker, reorder, gate, InOrderDelivery<T>{one, values},
+                                  before_sleep);
 }
 
 }  // namespace conveyor::detail
