@@ -705,7 +705,8 @@ TEST(PipelineRouteTest, EachBranchRestoresTheSourceOrderAfterParallelStages) {
 // of 100 to one branch, so that many runs give a branch nothing at all (its in-order stage still
 // needs their numbers); one in-order branch has a parallel stage first, which passes each number
 // it did not get on as a gap; a third branch does not restore order. Small windows keep early
-// batches waiting in the reorder buffers. Each branch gets exactly its items, once, in order.
+// batches waiting in the reorder buffers. Batches of 200 split each run in stretches of 64, 64,
+// 64 and 8 numbers. Each branch gets exactly its items, once, in order.
 TEST(PipelineRouteTest, BatchedRunsSplitByBranchKeepEveryBranchExact) {
   Watchdog watchdog;
   constexpr std::uint64_t count = 30'000;
@@ -714,7 +715,7 @@ TEST(PipelineRouteTest, BatchedRunsSplitByBranchKeepEveryBranchExact) {
     if (random() % 128 == 0) std::this_thread::sleep_for(std::chrono::microseconds(random() % 100));
     return x;
   };
-  for (const std::size_t batch : {std::size_t{8}, std::size_t{64}}) {
+  for (const std::size_t batch : {std::size_t{8}, std::size_t{64}, std::size_t{200}}) {
     Pipeline p;
     std::vector<std::uint64_t> direct;
     std::vector<std::uint64_t> behind;

@@ -9,6 +9,8 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "conveyor/framework/detail/parcel.hpp"
@@ -368,15 +370,14 @@ conveyor::detail::Batch<int> sparse_of(std::uint64_t first, std::uint64_t span,
                                        std::initializer_list<std::uint64_t> seqs,
                                        std::size_t capacity = 4, bool has_gaps = true) {
   conveyor::detail::Batch<int> run;
-  std::vector<std::uint32_t> picks(span, 0);
+  std::uint64_t held = 0;
   for (std::uint64_t seq = first; seq < first + span; ++seq)
     run.append_value(seq, static_cast<int>(seq * 10));
   for (const std::uint64_t seq : seqs)
-    picks[seq - first] = 1;
+    held |= std::uint64_t{1} << (seq - first);
   conveyor::detail::Batch<int> batch;
   batch.reserve(capacity);
-  batch.start_sparse(first, span, has_gaps);
-  batch.take_picked(run, picks, std::uint32_t{1}, seqs.size());
+  batch.take_sparse(run, 0, span, held, has_gaps);
   return batch;
 }
 
@@ -545,24 +546,73 @@ TEST(BatchTest, ASparseBatchWithoutGapsVisitsOnlyItsItems) {
   EXPECT_EQ(contents(batch).size(), 1U);
 }
 
-TEST(BatchDeathTest, ASplitRunMustLieInTheSpanAboveWhatTheBatchHolds) {
-  auto run_at = [](std::uint64_t first, std::uint64_t count) {
-    Batch<int> run;
-    for (std::uint64_t seq = first; seq < first + count; ++seq)
-      run.append_value(seq, 0);
-    return run;
-  };
-  const std::vector<std::uint32_t> two(2, 0);
+// A lane's ring is an array of parcels: the batch alternative sets every slot's stride, batched or
+// not (docs/design/batching.md).
+TEST(BatchTest, AParcelOfASmallItemFillsOneCacheLine) {
+  EXPECT_LE(sizeof(conveyor::detail::Parcel<std::uint64_t>), 64U);
+}
+
+// A batch's entries as comparable values: number, offset, width and value (-1 for a gap).
+std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int>> described(
+    Batch<int>& batch) {
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int>> result;
+  for (const auto& [tag, value] : contents(batch))
+    result.emplace_back(tag.seq, tag.offset, tag.width, value);
+  return result;
+}
+
+TEST(BatchTest, ATaggedBatchCopiesAndMovesWhole) {
   Batch<int> batch;
-  batch.start_sparse(10, 5, true);
-  auto below = run_at(8, 2);
-  EXPECT_DEATH(batch.take_picked(below, two, std::uint32_t{0}, 2), "a run within the span");
-  auto past = run_at(14, 2);
-  EXPECT_DEATH(batch.take_picked(past, two, std::uint32_t{0}, 2), "a run within the span");
-  auto later = run_at(12, 2);
-  batch.take_picked(later, two, std::uint32_t{0}, 2);
-  auto earlier = run_at(10, 2);
-  EXPECT_DEATH(batch.take_picked(earlier, two, std::uint32_t{0}, 2), "above the numbers before it");
+  batch.append(Entry<int>{Tag::fresh(1), 1});
+  batch.append(Entry<int>{Tag::fresh(2), std::nullopt});
+  batch.append(Entry<int>{Tag::fresh(4), 4});
+  Batch<int> copy(batch);
+  Batch<int> assigned;
+  assigned.append_value(7, 7);
+  assigned = batch;
+  ASSERT_EQ(described(batch).size(), 3U);
+  EXPECT_EQ(described(copy), described(batch));
+  EXPECT_EQ(described(assigned), described(batch));
+  Batch<int> moved(std::move(batch));
+  EXPECT_EQ(described(moved), described(copy));
+  EXPECT_TRUE(batch.empty());  // NOLINT(bugprone-use-after-move): a batch moved from is empty
+  EXPECT_TRUE(batch.is_run());
+  // A run assigned over a tagged batch makes it a run, and the tagged storage stays for reuse.
+  Batch<int> run;
+  run.append_value(3, 30);
+  assigned = run;
+  EXPECT_TRUE(assigned.is_run());
+  EXPECT_EQ(assigned.size(), 1U);
+  EXPECT_GE(assigned.capacity(), 3U);
+}
+
+TEST(BatchTest, ASparseBatchTakesItsStretchOfTheRun) {
+  Batch<int> run;
+  for (std::uint64_t seq = 100; seq < 100 + 70; ++seq)
+    run.append_value(seq, static_cast<int>(seq));
+  // The second stretch of a run of 70: numbers 164..169; this branch holds 165 and 169.
+  Batch<int> batch;
+  batch.take_sparse(run, 64, 6, 0b100010U, true);
+  EXPECT_EQ(batch.first(), 164U);
+  EXPECT_EQ(batch.numbers(), 6U);
+  EXPECT_EQ(batch.values(), (std::vector<int>{165, 169}));
+  // A full stretch, every number held.
+  Batch<int> whole;
+  whole.take_sparse(run, 0, 64, ~std::uint64_t{0}, false);
+  EXPECT_EQ(whole.size(), 64U);
+  EXPECT_EQ(contents(whole).back().first.seq, 163U);
+}
+
+TEST(BatchDeathTest, ASparseBatchMustLieInItsRunWithinOneMask) {
+  Batch<int> run;
+  for (std::uint64_t seq = 10; seq < 15; ++seq)
+    run.append_value(seq, 0);
+  Batch<int> batch;
+  EXPECT_DEATH(batch.take_sparse(run, 3, 3, 1, true), "a span of 1 to 64 within the run");
+  EXPECT_DEATH(batch.take_sparse(run, 0, 0, 0, true), "a span of 1 to 64 within the run");
+  EXPECT_DEATH(batch.take_sparse(run, 0, 2, 0b100, true), "a span of 1 to 64 within the run");
+  batch.take_sparse(run, 0, 2, 0b10, true);
+  EXPECT_DEATH(batch.take_sparse(run, 2, 2, 1, true), "an empty batch");
 }
 
 TEST(BatchTest, ClearKeepsTheStorageAndStartsARunAgain) {

@@ -20,9 +20,11 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -102,34 +104,77 @@ struct WholeItem {
 // sequencer, or from a stage that maps each input to one output); those are kept as a run: the
 // first number and the values, without a tag per item, which makes a batch of small items
 // several times smaller. The first entry that does not continue the run turns the batch into a
-// list of tagged entries. A route splits a run by branch into *sparse* batches: each holds, as
-// whole entries in increasing order, the items of the run that went to its branch, and covers the
-// run's numbers [first, first + span): the numbers it does not hold are gaps if it `has_gaps` (a
-// branch that restores order), and belong to other branches otherwise.
+// list of tagged entries. A route splits a run by branch into *sparse* batches: each covers up to
+// 64 of the run's numbers [first, first + span), holds the values of those that went to its
+// branch in order, as a run does, and marks which numbers they are in a mask of the span; the
+// numbers it does not hold are gaps if it `has_gaps` (a branch that restores order), and belong to
+// other branches otherwise.
 template <class T>
 class Batch {
  public:
   Batch() = default;
-  Batch(Batch&&) noexcept = default;
-  Batch& operator=(Batch&&) noexcept = default;
-  Batch(const Batch&) = default;
-  Batch& operator=(const Batch&) = default;
+  // A batch moved from is an empty run.
+  Batch(Batch&& other) noexcept
+      : first_(other.first_),
+        held_(other.held_),
+        values_(std::move(other.values_)),
+        entries_(std::move(other.entries_)),
+        span_(other.span_),
+        form_(std::exchange(other.form_, Form::run)),
+        has_gaps_(other.has_gaps_) {}
+  Batch& operator=(Batch&& other) noexcept {
+    first_ = other.first_;
+    held_ = other.held_;
+    values_ = std::move(other.values_);
+    entries_ = std::move(other.entries_);
+    span_ = other.span_;
+    form_ = std::exchange(other.form_, Form::run);
+    has_gaps_ = other.has_gaps_;
+    return *this;
+  }
+  Batch(const Batch& other)
+      : first_(other.first_),
+        held_(other.held_),
+        values_(other.values_),
+        entries_(other.entries_ ? std::make_unique<std::vector<Entry<T>>>(*other.entries_)
+                                : nullptr),
+        span_(other.span_),
+        form_(other.form_),
+        has_gaps_(other.has_gaps_) {}
+  // Into this batch's storage, which it keeps where it can.
+  Batch& operator=(const Batch& other) {
+    if (this == &other) return *this;
+    first_ = other.first_;
+    held_ = other.held_;
+    values_ = other.values_;
+    if (other.entries_) {
+      tagged_entries() = *other.entries_;
+    } else if (entries_) {
+      entries_->clear();
+    }
+    span_ = other.span_;
+    form_ = other.form_;
+    has_gaps_ = other.has_gaps_;
+    return *this;
+  }
+  ~Batch() = default;
 
   // The entries it holds: items and tagged gaps (a sparse batch's implied gaps are not counted).
   [[nodiscard]] std::size_t size() const noexcept {
-    return form_ == Form::run ? values_.size() : entries_.size();
+    return form_ == Form::tagged ? entries_->size() : values_.size();
   }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   [[nodiscard]] std::size_t capacity() const noexcept {
-    return values_.capacity() + entries_.capacity();
+    return values_.capacity() + (entries_ ? entries_->capacity() : 0);
   }
   void reserve(std::size_t count) { values_.reserve(count); }
 
   // Empties the batch and keeps its storage, for reuse.
   void clear() noexcept {
     values_.clear();
-    entries_.clear();
+    if (entries_) entries_->clear();
     form_ = Form::run;
+    held_ = 0;
   }
 
   // Whether the batch is a run: whole items numbered first(), first() + 1, ..., in values().
@@ -137,11 +182,14 @@ class Batch {
   [[nodiscard]] std::uint64_t first() const noexcept { return first_; }
   [[nodiscard]] std::vector<T>& values() noexcept { return values_; }
 
-  // Whether the batch is sparse: whole entries with increasing numbers within [first(), first() +
-  // span()), in entries().
+  // Whether the batch is sparse: whole items with increasing numbers within [first(), first() +
+  // span()), their values in values().
   [[nodiscard]] bool is_sparse() const noexcept { return form_ == Form::sparse; }
   [[nodiscard]] std::uint64_t span() const noexcept { return span_; }
   [[nodiscard]] bool has_gaps() const noexcept { return has_gaps_; }
+
+  // The widest span of a sparse batch: one bit of its mask per number.
+  static constexpr std::size_t max_span = 64;
 
   // A run's or a sparse batch's: how many numbers it covers from first() (a run's size, a sparse
   // batch's span), and give(T&) for each of its items in order.
@@ -150,43 +198,30 @@ class Batch {
   }
   template <class Give>
   void for_each_value(Give&& give) {
-    if (form_ == Form::sparse) {
-      for (Entry<T>& entry : entries_)
-        give(*entry.value);
-      return;
-    }
     for (T& value : values_)
       give(value);
   }
 
-  // Makes this empty batch a sparse one over [first, first + span).
-  void start_sparse(std::uint64_t first, std::uint64_t span, bool has_gaps) {
-    CONVEYOR_CONTRACT(empty() && form_ == Form::run && span >= 1 &&
-                          span <= std::numeric_limits<std::uint32_t>::max() &&
-                          first != Tag::unsequenced_seq,
-                      "Batch::start_sparse: an empty batch, and at least one number");
+  // Makes this empty batch a sparse one over the numbers of `run` at positions [from, from +
+  // span), and moves into it the values at positions from + i for each bit i of `held`: one
+  // branch's share of a run that a route splits.
+  // Contract: `run` is a run that holds those positions; 1 <= span <= max_span; `held` has no bit
+  // at or past `span`.
+  [[gnu::always_inline]] void take_sparse(Batch& run, std::size_t from, std::size_t span,
+                                          std::uint64_t held, bool has_gaps) {
+    CONVEYOR_CONTRACT(empty() && form_ == Form::run && run.form_ == Form::run && span >= 1 &&
+                          span <= max_span && from + span <= run.values_.size() &&
+                          (span == max_span || held >> span == 0),
+                      "Batch::take_sparse: an empty batch, and a span of 1 to 64 within the run");
     form_ = Form::sparse;
-    first_ = first;
-    span_ = static_cast<std::uint32_t>(span);
+    first_ = run.first_ + from;
+    span_ = static_cast<std::uint8_t>(span);
     has_gaps_ = has_gaps;
-  }
-
-  // Moves into a sparse batch the `count` items of `run` (numbered from run.first()) whose entry
-  // in `picks` is `pick`, in order: one branch's share of a run that a route splits.
-  // Contract: those numbers lie above this batch's and within its span.
-  template <class Pick>
-  [[gnu::flatten]] void take_picked(Batch& run, const std::vector<Pick>& picks, Pick pick,
-                                    std::size_t count) {
-    CONVEYOR_CONTRACT(form_ == Form::sparse && run.form_ == Form::run &&
-                          picks.size() == run.values_.size() && run.first_ >= first_ &&
-                          run.first_ + picks.size() - first_ <= span_ &&
-                          (entries_.empty() || run.first_ > entries_.back().tag.seq),
-                      "Batch::take_picked: a run within the span, above the numbers before it");
-    entries_.reserve(entries_.size() + count);
-    for (std::size_t i = 0; i < picks.size(); ++i) {
-      if (picks[i] == pick)
-        entries_.push_back(Entry<T>{Tag::fresh(run.first_ + i), std::move(run.values_[i])});
-    }
+    held_ = held;
+    values_.reserve(static_cast<std::size_t>(std::popcount(held)));
+    T* const values = run.values_.data() + from;
+    for (std::uint64_t bits = held; bits != 0; bits &= bits - 1)
+      append_item(values_, std::move(values[std::countr_zero(bits)]));
   }
 
   // Whether an item numbered `seq` would end the run this batch holds (rather than start or
@@ -242,7 +277,7 @@ class Batch {
       }
       to_tagged();
     }
-    entries_.push_back(std::move(entry));
+    entries_->push_back(std::move(entry));
   }
 
   // Calls visit(tag, value) for each entry in order; `value` is null for a gap (a sparse batch's
@@ -254,27 +289,27 @@ class Batch {
         visit(Tag::fresh(first_ + i), &values_[i]);
       return;
     }
-    if (form_ == Form::sparse && has_gaps_) {
-      std::uint64_t next = first_;
-      for (Entry<T>& entry : entries_) {
-        for (; next < entry.tag.seq; ++next)
-          visit(Tag::fresh(next), static_cast<T*>(nullptr));
-        visit(entry.tag, &*entry.value);
-        next = entry.tag.seq + 1;
+    if (form_ == Form::sparse) {
+      T* value = values_.data();
+      if (has_gaps_) {
+        for (std::uint64_t i = 0; i < span_; ++i)
+          visit(Tag::fresh(first_ + i), (held_ >> i & 1U) != 0 ? value++ : nullptr);
+      } else {
+        for (std::uint64_t bits = held_; bits != 0; bits &= bits - 1)
+          visit(Tag::fresh(first_ + static_cast<std::uint64_t>(std::countr_zero(bits))), value++);
       }
-      for (; next < first_ + span_; ++next)
-        visit(Tag::fresh(next), static_cast<T*>(nullptr));
       return;
     }
-    for (Entry<T>& entry : entries_)
+    for (Entry<T>& entry : *entries_)
       visit(entry.tag, entry.value ? &*entry.value : nullptr);
   }
 
  private:
   void to_tagged() {
-    entries_.reserve(std::max(values_.capacity(), values_.size() + 1));
+    std::vector<Entry<T>>& entries = tagged_entries();
+    entries.reserve(std::max(values_.capacity(), values_.size() + 1));
     for (std::size_t i = 0; i < values_.size(); ++i) {
-      entries_.push_back(Entry<T>{Tag::fresh(first_ + i), std::move(values_[i])});
+      entries.push_back(Entry<T>{Tag::fresh(first_ + i), std::move(values_[i])});
     }
     values_.clear();
     form_ = Form::tagged;
@@ -282,12 +317,22 @@ class Batch {
 
   enum class Form : std::uint8_t { run, sparse, tagged };
 
+  // The entries of the tagged form, made when the batch first takes that form.
+  std::vector<Entry<T>>& tagged_entries() {
+    if (!entries_) entries_ = std::make_unique<std::vector<Entry<T>>>();
+    return *entries_;
+  }
+
+  // Small enough that a Parcel of a small item fills one cache line: an unbatched edge's lanes
+  // are rings of Parcels (docs/design/batching.md).
   std::uint64_t first_ = 0;
-  std::uint32_t span_ = 0;  // sparse
+  std::uint64_t held_ = 0;  // sparse: bit i, whether it holds number first_ + i
+  // A run: values_[i] has number first_ + i; sparse: the values of held_'s numbers, in order.
+  std::vector<T> values_;
+  std::unique_ptr<std::vector<Entry<T>>> entries_;  // tagged; kept once made, for reuse
+  std::uint8_t span_ = 0;                           // sparse
   Form form_ = Form::run;
-  bool has_gaps_ = false;          // sparse
-  std::vector<T> values_;          // a run: values_[i] has number first_ + i
-  std::vector<Entry<T>> entries_;  // tagged or sparse
+  bool has_gaps_ = false;  // sparse
 };
 
 template <class T>

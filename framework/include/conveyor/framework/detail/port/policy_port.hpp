@@ -171,30 +171,42 @@ class PolicyPort final : public OutPort<T> {
     }
     return true;
   }
-  // A route's run, split by branch into sparse batches (parcel.hpp): each branch that got an item,
-  // or restores order, gets one batch over the run's numbers, in its lane for the first of them,
-  // instead of a gap for every item it did not get. The run's storage holds a later split.
+  // A route's run, split by branch into sparse batches (parcel.hpp): for each stretch of up to 64
+  // of the run's numbers, each branch that got an item of it, or restores order, gets one batch
+  // over those numbers, in its lane for the first of them, instead of a gap for every item it did
+  // not get. The run's storage holds a later split.
   bool route_run(Batch<T>&& run) {
-    const std::uint64_t first = run.first();
-    const std::uint64_t span = run.size();
-    if (span == 0) return !this->worker().cancelled();
+    const std::uint64_t size = run.size();
+    if (size == 0) return !this->worker().cancelled();
     // The branch of each item first (the predicates may throw), then each branch's share.
     const std::size_t branches = dispatch_.branches();
-    picks_.resize(span);
-    picked_.assign(branches, 0);
-    std::vector<T>& values = run.values();
-    dispatch_.branches_of(values.data(), values.size(), picks_.data());
-    for (const std::uint32_t branch : picks_)
-      ++picked_[branch];
+    picks_.resize(size);
+    held_.resize(branches);
+    dispatch_.branches_of(run.values().data(), size, picks_.data());
     bool sent = true;
-    for (std::uint32_t branch = 0; branch < branches; ++branch) {
-      if (picked_[branch] == 0 && !dispatch_.branch_ordered(branch)) continue;
-      Batch<T> part = split_batch();
-      part.start_sparse(first, span, dispatch_.branch_ordered(branch));
-      part.take_picked(run, picks_, branch, picked_[branch]);
-      Parcel<T> parcel(std::move(part));
-      sent = sent &&
-             deliver(dispatch_.branch_lane(branch, first), ParcelDelivery<T>{lanes_, parcel, this});
+    for (std::uint64_t from = 0; from < size && sent; from += Batch<T>::max_span) {
+      const std::uint64_t span = std::min<std::uint64_t>(Batch<T>::max_span, size - from);
+      // Each mask in a register (a loop that vectorises); the default branch holds the rest.
+      const std::uint64_t all =
+          span == Batch<T>::max_span ? ~std::uint64_t{0} : (std::uint64_t{1} << span) - 1;
+      std::uint64_t taken = 0;
+      for (std::uint32_t branch = 0; branch + 1 < branches; ++branch) {
+        std::uint64_t mask = 0;
+        for (std::uint64_t i = 0; i < span; ++i)
+          mask |= static_cast<std::uint64_t>(picks_[from + i] == branch) << i;
+        held_[branch] = mask;
+        taken |= mask;
+      }
+      held_[branches - 1] = all & ~taken;
+      for (std::uint32_t branch = 0; branch < branches; ++branch) {
+        const bool ordered = dispatch_.branch_ordered(branch);
+        if (held_[branch] == 0 && !ordered) continue;
+        Batch<T> part = split_batch();
+        part.take_sparse(run, from, span, held_[branch], ordered);
+        Parcel<T> parcel(std::move(part));
+        sent = sent && deliver(dispatch_.branch_lane(branch, run.first() + from),
+                               ParcelDelivery<T>{lanes_, parcel, this});
+      }
     }
     run.clear();
     split_spares_.push_back(std::move(run));
@@ -247,7 +259,7 @@ class PolicyPort final : public OutPort<T> {
   };
   std::vector<OwedGaps> owed_;          // per lane, unbatched route only
   std::vector<std::uint32_t> picks_;    // route_run: each item's branch
-  std::vector<std::size_t> picked_;     // route_run: how many items each branch got
+  std::vector<std::uint64_t> held_;     // route_run: each branch's items of a stretch, as a mask
   std::vector<Batch<T>> split_spares_;  // storage for route_run's batches
   using FirstTry = DispatchPolicy::FirstTry;
   const FirstTry first_try_;
