@@ -136,8 +136,9 @@ class Batch {
       : first_(other.first_),
         held_(other.held_),
         values_(other.values_),
-        entries_(other.entries_ ? std::make_unique<std::vector<Entry<T>>>(*other.entries_)
-                                : nullptr),
+        entries_(other.form_ == Form::tagged
+                     ? std::make_unique<std::vector<Entry<T>>>(*other.entries_)
+                     : nullptr),
         span_(other.span_),
         form_(other.form_),
         has_gaps_(other.has_gaps_) {}
@@ -147,7 +148,7 @@ class Batch {
     first_ = other.first_;
     held_ = other.held_;
     values_ = other.values_;
-    if (other.entries_) {
+    if (other.form_ == Form::tagged) {
       tagged_entries() = *other.entries_;
     } else if (entries_) {
       entries_->clear();
