@@ -186,7 +186,8 @@ class PolicyPort final : public OutPort<T> {
     bool sent = true;
     for (std::uint64_t from = 0; from < size && sent; from += Batch<T>::max_span) {
       const std::uint64_t span = std::min<std::uint64_t>(Batch<T>::max_span, size - from);
-      // Each mask in a register (a loop that vectorises); the default branch holds the rest.
+      // Each mask in a register, not read and written back per item; the default branch holds the
+      // rest.
       const std::uint64_t all =
           span == Batch<T>::max_span ? ~std::uint64_t{0} : (std::uint64_t{1} << span) - 1;
       std::uint64_t taken = 0;
