@@ -1,6 +1,8 @@
 // The edge out of a tee: every branch gets every parcel (a copy, and the original into the last
 // branch), into the next lane of that branch with a free slot, starting at the parcel's turn; the
-// port waits while every lane of a branch is full, until any of them has room.
+// port waits while every lane of a branch is full, until any of them has room. A branch whose
+// first stage has a keyed dispatch gets the parcel in the lane of its key only, and one whose first
+// stage broadcasts gets a copy in every lane.
 #include <cstddef>
 #include <memory>
 #include <utility>
@@ -14,7 +16,8 @@ namespace {
 
 class Tee final : public DispatchPolicy {
  public:
-  explicit Tee(std::vector<std::size_t> starts) : starts_(std::move(starts)) {}
+  Tee(std::vector<std::size_t> starts, BranchHeads heads)
+      : starts_(std::move(starts)), heads_(std::move(heads)) {}
 
   [[nodiscard]] bool copies() const noexcept override { return true; }
 
@@ -25,19 +28,31 @@ class Tee final : public DispatchPolicy {
       const std::size_t first = starts_[branch];
       const std::size_t count = starts_[branch + 1] - first;
       const bool copy = branch + 1 != branches;
-      if (!port.push_waiting(first, count, first + turn % count, copy, push)) return false;
+      const DispatchPolicy* head = heads_[branch];
+      if (head == nullptr) {
+        if (!port.push_waiting(first, count, first + turn % count, copy, push)) return false;
+      } else if (head->keyed()) {
+        const std::size_t lane = first + head->lane_of(push.item(), push.seq(), count);
+        if (!port.push_waiting(lane, copy, push)) return false;
+      } else {
+        for (std::size_t lane = first; lane < first + count; ++lane) {
+          if (!port.push_waiting(lane, copy || lane + 1 != first + count, push)) return false;
+        }
+      }
     }
     return true;
   }
 
  private:
   const std::vector<std::size_t> starts_;
+  const BranchHeads heads_;
 };
 
 }  // namespace
 
-std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts) {
-  return std::make_shared<const Tee>(std::move(starts));
+std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts,
+                                                   BranchHeads heads) {
+  return std::make_shared<const Tee>(std::move(starts), std::move(heads));
 }
 
 }  // namespace conveyor::detail

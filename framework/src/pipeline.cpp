@@ -468,34 +468,42 @@ void Pipeline::start() {
     std::vector<std::size_t> capacities;
     std::vector<std::size_t> starts;
     std::size_t batch = std::numeric_limits<std::size_t>::max();
+    // Several branches take this edge (a tee's or a route's policy), and each branch's head how
+    // it spreads them over its lanes.
+    const bool branches = channel_next[i].size() > 1 || routes(i);
+    detail::BranchHeads heads;
     for (const std::size_t after : channel_next[i]) {
       const StageOptions& options = nodes_[after]->options();
       runtime->input_offsets[after] = capacities.size();
       starts.push_back(capacities.size());
       capacities.insert(capacities.end(), nodes_[after]->workers(), options.channel.capacity());
       batch = std::min(batch, options.batch);
-      if ((next_[i].size() > 1 || routes(i)) &&
-          options.dispatch.kind() != Dispatch::Kind::round_robin) {
+      const Dispatch::Kind kind = options.dispatch.kind();
+      if (branches && kind == Dispatch::Kind::least_loaded) {
         throw std::invalid_argument("stage '" + nodes_[after]->name() +
-                                    "': the first stage of a branch takes its items as the tee "
-                                    "or route before it sends them (put the keyed or broadcast "
-                                    "stage after it)");
+                                    "': the first stage of a branch cannot take its items least "
+                                    "loaded first (the tee or route before it sends each item to "
+                                    "the next worker of the branch with room)");
       }
+      // A keyed or broadcast head picks its lanes from each item: one item per parcel.
+      heads.push_back(kind == Dispatch::Kind::round_robin ? nullptr : &options.dispatch.policy());
+      if (branches && heads.back() != nullptr) batch = 1;
     }
     runtime->edges[i] = nodes_[i]->make_output_edge(nodes_[i]->workers(), capacities);
     runtime->out_edges[i] = runtime->edges[i].get();
-    if (channel_next[i].size() == 1 && !routes(i)) {
+    if (!branches) {
       wirings[i].output_dispatch = &nodes_[channel_next[i].front()]->options().dispatch;
     } else {
       starts.push_back(capacities.size());
       std::shared_ptr<const detail::DispatchPolicy> policy;
       if (!routes(i)) {
-        policy = detail::tee_dispatch(std::move(starts));
+        policy = detail::tee_dispatch(std::move(starts), std::move(heads));
       } else {
         std::vector<bool> ordered;
         for (const std::size_t after : channel_next[i])
           ordered.push_back(ordered_in[after]);
-        policy = detail::route_dispatch(std::move(starts), routes_[i], std::move(ordered));
+        policy = detail::route_dispatch(std::move(starts), routes_[i], std::move(ordered),
+                                        std::move(heads));
       }
       runtime->branch_dispatches.push_back(
           std::make_unique<Dispatch>(detail::branch_dispatch(std::move(policy))));

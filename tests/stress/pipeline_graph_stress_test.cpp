@@ -1,5 +1,6 @@
 // Tees, routes and merges of every shape, pushed hard: topologies {after the source, after a
-// parallel stage, three branches with gaps (one of a tee's fused into the stage before it)} x
+// parallel stage, three branches with gaps (one of a tee's fused into the stage before it, and
+// the first stages of the others taking their items by key)} x
 // workers {1, 2, 4} x channel {mailbox, queue 1, queue 64} x batching {off, on}. Every branch
 // counts and fingerprints what it gets, in-order branches check the order, and a watchdog turns a
 // hang into a failure.
@@ -64,6 +65,15 @@ struct InOrderCheck {
   }
 };
 
+// `parallel`, taking its items by key (x % 5) in the topology with three branches: the first stage
+// of a branch, whose items the tee or route then places by key.
+conveyor::StageOptions keyed_with_gaps(conveyor::StageOptions parallel, Topology topology) {
+  if (topology == Topology::three_with_gaps) {
+    parallel.dispatch = conveyor::Dispatch::by_key([](std::uint64_t x) { return x % 5; });
+  }
+  return parallel;
+}
+
 TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsks) {
   Watchdog watchdog(std::chrono::seconds(120));
   const auto [topology, workers, channel, batching] = GetParam();
@@ -81,9 +91,11 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
   InOrderCheck ordered;
   InOrderCheck evens;
   SharedTally unordered;
+  // With three branches, the first stages of the branches with channels take items by key.
+  const conveyor::StageOptions head = keyed_with_gaps(parallel, topology);
   auto check_all = [&](std::uint64_t x) { ordered.take(x, [](std::uint64_t i) { return i; }); };
   auto all_in_order =
-      conveyor::chain<std::uint64_t>() | stage(pass, parallel) | sink(check_all, in_order);
+      conveyor::chain<std::uint64_t>() | stage(pass, head) | sink(check_all, in_order);
   // With three branches, the unordered one runs on the workers before the tee (fused).
   conveyor::StageOptions unordered_options = parallel;
   if (topology == Topology::three_with_gaps) unordered_options.fuse = conveyor::Fuse::always;
@@ -98,7 +110,7 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
               if (x % 2 != 0) return std::nullopt;
               return x;
             },
-            parallel) |
+            head) |
         sink([&](std::uint64_t x) { evens.take(x, [](std::uint64_t i) { return 2 * i; }); },
              in_order);
     flow | tee(only_evens, all_in_order, all_unordered);
@@ -171,9 +183,10 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
   InOrderCheck threes;
   InOrderCheck rest;
   SharedTally ones;
+  const conveyor::StageOptions head = keyed_with_gaps(parallel, topology);
   flow | conveyor::route(
              conveyor::when([](std::uint64_t y) { return y % 3 == 0; },
-                            conveyor::chain<std::uint64_t>() | stage(pass, parallel) |
+                            conveyor::chain<std::uint64_t>() | stage(pass, head) |
                                 sink(
                                     [&](std::uint64_t y) {
                                       threes.take(y, [&](std::uint64_t i) {
@@ -183,7 +196,7 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
                                     in_order)),
              conveyor::when([](std::uint64_t y) { return y % 3 == 1; },
                             conveyor::chain<std::uint64_t>() |
-                                sink([&](std::uint64_t y) { ones.add(y); }, parallel)),
+                                sink([&](std::uint64_t y) { ones.add(y); }, head)),
              conveyor::otherwise(conveyor::chain<std::uint64_t>() |
                                  sink(
                                      [&](std::uint64_t y) {

@@ -18,8 +18,10 @@
 #include <cstdint>
 #include <latch>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -155,6 +157,15 @@ TEST(PipelineTeeTest, EveryBranchEndsAndFlushesOnce) {
   EXPECT_EQ(items_b.load(), 1000U);
 }
 
+auto by_residue(std::uint64_t modulus) {
+  return conveyor::Dispatch::by_key([modulus](std::uint64_t x) { return x % modulus; });
+}
+
+// The dispatch of a branch's first stage: round-robin, or keyed by x % 3.
+conveyor::Dispatch branch_head(bool keyed) {
+  return keyed ? conveyor::Dispatch(by_residue(3)) : conveyor::Dispatch::round_robin();
+}
+
 // Passes items on; throws at item 500 when `position` is `here`.
 auto pass_or_throw_at(int position, int here) {
   return [position, here](std::uint64_t x) {
@@ -164,80 +175,91 @@ auto pass_or_throw_at(int position, int here) {
 }
 
 // Throws from the trunk, from each branch's stage and from each branch's sink: run() rethrows, and
-// no worker is left waiting.
+// no worker is left waiting; also where the second branch's first stage has a keyed dispatch.
 TEST(PipelineTeeTest, AThrowFromAnyPositionFailsThePipeline) {
   Watchdog watchdog;
-  for (int position = 0; position < 5; ++position) {
-    Pipeline p;
-    auto maybe_throw = [position](int here) { return pass_or_throw_at(position, here); };
-    p.source(count_to(100'000)) | stage(maybe_throw(0), {.mode = Mode::parallel, .workers = 2}) |
-        tee(conveyor::chain<std::uint64_t>() | stage(maybe_throw(1)) |
-                sink([f = maybe_throw(2)](std::uint64_t x) { (void)f(x); },
-                     {.mode = Mode::serial_in_order}),
-            conveyor::chain<std::uint64_t>() |
-                stage(maybe_throw(3), {.mode = Mode::parallel, .workers = 2}) |
-                sink([f = maybe_throw(4)](std::uint64_t x) { (void)f(x); }));
-    EXPECT_THROW(p.run(), std::runtime_error) << "position " << position;
-    EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+  for (const bool keyed : {false, true}) {
+    for (int position = 0; position < 5; ++position) {
+      Pipeline p;
+      auto maybe_throw = [position](int here) { return pass_or_throw_at(position, here); };
+      p.source(count_to(100'000)) | stage(maybe_throw(0), {.mode = Mode::parallel, .workers = 2}) |
+          tee(conveyor::chain<std::uint64_t>() | stage(maybe_throw(1)) |
+                  sink([f = maybe_throw(2)](std::uint64_t x) { (void)f(x); },
+                       {.mode = Mode::serial_in_order}),
+              conveyor::chain<std::uint64_t>() |
+                  stage(maybe_throw(3),
+                        {.mode = Mode::parallel, .workers = 2, .dispatch = branch_head(keyed)}) |
+                  sink([f = maybe_throw(4)](std::uint64_t x) { (void)f(x); }));
+      EXPECT_THROW(p.run(), std::runtime_error) << "position " << position << ", keyed " << keyed;
+      EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
+    }
   }
 }
 
 // Both branches block in their sinks; request_stop ends the source's stream, and once the sinks
-// go on, each branch gets every item the source emitted.
+// go on, each branch gets every item the source emitted. The second branch's sink takes its items
+// round-robin, or by key.
 TEST(PipelineTeeTest, RequestStopDrainsEveryBranch) {
   Watchdog watchdog;
-  Pipeline p;
-  std::latch go(1);
-  std::atomic<std::uint64_t> emitted{0};
-  std::atomic<std::uint64_t> first{0};
-  std::atomic<std::uint64_t> second{0};
-  auto blocked = [&](std::atomic<std::uint64_t>& count) {
-    return [&](std::uint64_t) {
-      go.wait();
-      count.fetch_add(1, std::memory_order_relaxed);
+  for (const bool keyed : {false, true}) {
+    Pipeline p;
+    std::latch go(1);
+    std::atomic<std::uint64_t> emitted{0};
+    std::atomic<std::uint64_t> first{0};
+    std::atomic<std::uint64_t> second{0};
+    auto blocked = [&](std::atomic<std::uint64_t>& count) {
+      return [&](std::uint64_t) {
+        go.wait();
+        count.fetch_add(1, std::memory_order_relaxed);
+      };
     };
-  };
-  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
-    emitted.fetch_add(1, std::memory_order_relaxed);
-    return next++;
-  }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked(first)),
-           conveyor::chain<std::uint64_t>() |
-               sink(blocked(second), {.mode = Mode::parallel, .workers = 2}));
-  p.start();
-  while (emitted.load(std::memory_order_relaxed) < 100)
-    std::this_thread::yield();
-  p.request_stop();
-  go.count_down();
-  p.wait();
-  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
-  EXPECT_GE(first.load(), 100U);
-  EXPECT_EQ(first.load(), second.load());
+    p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+      emitted.fetch_add(1, std::memory_order_relaxed);
+      return next++;
+    }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked(first)),
+             conveyor::chain<std::uint64_t>() |
+                 sink(blocked(second),
+                      {.mode = Mode::parallel, .workers = 2, .dispatch = branch_head(keyed)}));
+    p.start();
+    while (emitted.load(std::memory_order_relaxed) < 100)
+      std::this_thread::yield();
+    p.request_stop();
+    go.count_down();
+    p.wait();
+    EXPECT_EQ(p.state(), conveyor::PipelineState::finished) << "keyed " << keyed;
+    EXPECT_GE(first.load(), 100U) << "keyed " << keyed;
+    EXPECT_EQ(first.load(), second.load()) << "keyed " << keyed;
+  }
 }
 
 TEST(PipelineTeeTest, AbortReturnsWithEveryBranchBlocked) {
   Watchdog watchdog;
-  Pipeline p;
-  std::atomic<bool> release{false};
-  std::atomic<std::uint64_t> emitted{0};
-  auto blocked = [&](std::uint64_t) {
-    while (!release.load(std::memory_order_relaxed))
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  };
-  p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
-    emitted.fetch_add(1, std::memory_order_relaxed);
-    return next++;
-  }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked),
-           conveyor::chain<std::uint64_t>() | stage([](std::uint64_t x) { return x; }) |
-               sink(blocked));
-  p.start();
-  while (emitted.load(std::memory_order_relaxed) < 10)
-    std::this_thread::yield();
-  // The source fills the channels and then waits for room; the sinks wait for `release`.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  p.abort();
-  release.store(true, std::memory_order_relaxed);
-  p.wait();
-  EXPECT_EQ(p.state(), conveyor::PipelineState::finished);
+  for (const bool keyed : {false, true}) {
+    Pipeline p;
+    std::atomic<bool> release{false};
+    std::atomic<std::uint64_t> emitted{0};
+    auto blocked = [&](std::uint64_t) {
+      while (!release.load(std::memory_order_relaxed))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    p.source([&, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+      emitted.fetch_add(1, std::memory_order_relaxed);
+      return next++;
+    }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked),
+             conveyor::chain<std::uint64_t>() |
+                 stage([](std::uint64_t x) { return x; },
+                       {.mode = Mode::parallel, .workers = 2, .dispatch = branch_head(keyed)}) |
+                 sink(blocked));
+    p.start();
+    while (emitted.load(std::memory_order_relaxed) < 10)
+      std::this_thread::yield();
+    // The source fills the channels and then waits for room; the sinks wait for `release`.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.abort();
+    release.store(true, std::memory_order_relaxed);
+    p.wait();
+    EXPECT_EQ(p.state(), conveyor::PipelineState::finished) << "keyed " << keyed;
+  }
 }
 
 // One branch stops taking items: the source stops once that branch's channels and window are
@@ -401,14 +423,128 @@ TEST(PipelineTeeTest, RunsOnTheCooperativeExecutor) {
   EXPECT_EQ(second.get(), expected_tally(5000));
 }
 
-TEST(PipelineTeeTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
-  Pipeline p;
-  p.source(count_to(10)) |
-      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
-          conveyor::chain<std::uint64_t>() |
-              sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2},
-                   conveyor::Dispatch::by_key([](std::uint64_t x) { return x; })));
-  EXPECT_THROW(p.start(), std::invalid_argument);
+// What each worker of a sink saw, gathered at its flush: a tally of its items and the keys it took.
+// Each worker has its own copy of the sink.
+struct WorkerShare {
+  Tally tally;
+  std::set<std::uint64_t> keys;
+};
+struct Shares {
+  std::mutex mutex;
+  std::vector<WorkerShare> workers;
+  // How many workers took `key`.
+  [[nodiscard]] std::size_t owners(std::uint64_t key) {
+    std::lock_guard lock(mutex);
+    std::size_t owners = 0;
+    for (const WorkerShare& share : workers)
+      owners += share.keys.count(key);
+    return owners;
+  }
+  [[nodiscard]] Tally total() {
+    std::lock_guard lock(mutex);
+    Tally all;
+    for (const WorkerShare& share : workers) {
+      all.count += share.tally.count;
+      all.hash += share.tally.hash;
+    }
+    return all;
+  }
+};
+// `slow`: yields at each item, so that its channel fills and the producer must wait for the lane
+// its dispatch chose.
+struct ShareSink {
+  ShareSink(Shares* into, std::uint64_t keys, bool yields = false)
+      : shares(into), modulus(keys), slow(yields) {}
+  Shares* shares;
+  std::uint64_t modulus;  // the key of x is x % modulus
+  bool slow;
+  WorkerShare mine;
+  void process(std::uint64_t x) {
+    if (slow) std::this_thread::yield();
+    mine.tally.add(x);
+    mine.keys.insert(x % modulus);
+  }
+  void flush() {
+    std::lock_guard lock(shares->mutex);
+    shares->workers.push_back(mine);
+  }
+};
+
+// A branch whose first stage has a keyed dispatch gets each item in the one worker of its key, and
+// a branch whose first stage broadcasts gets every item in each of its workers; a keyed head
+// followed by an in-order stage keeps the order, and the other branches theirs. Batched or not:
+// the tee then sends its items one by one.
+TEST(PipelineTeeTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSays) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 6000;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    Shares keyed;
+    Shares broadcast;
+    std::vector<std::uint64_t> after_keyed;
+    std::vector<std::uint64_t> ordered;
+    p.source(count_to(n)) |
+        stage([](std::uint64_t x) { return x; },
+              {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        tee(conveyor::chain<std::uint64_t>() | sink(ShareSink{&keyed, 7, true},
+                                                    {.name = "keyed",
+                                                     .mode = Mode::parallel,
+                                                     .workers = 3,
+                                                     .channel = conveyor::Channel::queue(2)},
+                                                    by_residue(7)),
+            conveyor::chain<std::uint64_t>() |
+                sink(ShareSink{&broadcast, 1}, {.name = "broadcast",
+                                                .mode = Mode::parallel,
+                                                .workers = 3,
+                                                .dispatch = conveyor::Dispatch::broadcast()}),
+            conveyor::chain<std::uint64_t>() |
+                stage([](std::uint64_t x) { return x; },
+                      {.mode = Mode::parallel, .workers = 3, .batch = batch}, by_residue(5)) |
+                sink([&](std::uint64_t x) { after_keyed.push_back(x); },
+                     {.mode = Mode::serial_in_order}),
+            conveyor::chain<std::uint64_t>() |
+                sink([&](std::uint64_t x) { ordered.push_back(x); },
+                     {.mode = Mode::serial_in_order, .batch = batch}));
+    p.run();
+    EXPECT_EQ(keyed.total(), expected_tally(n)) << "batch " << batch;
+    for (std::uint64_t key = 0; key < 7; ++key)
+      EXPECT_EQ(keyed.owners(key), 1U) << "key " << key << ", batch " << batch;
+    ASSERT_EQ(broadcast.workers.size(), 3U);
+    for (const WorkerShare& share : broadcast.workers)
+      EXPECT_EQ(share.tally, expected_tally(n)) << "batch " << batch;
+    ASSERT_EQ(after_keyed.size(), n) << "batch " << batch;
+    ASSERT_EQ(ordered.size(), n) << "batch " << batch;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(after_keyed[i], i) << "batch " << batch;
+      ASSERT_EQ(ordered[i], i) << "batch " << batch;
+    }
+  }
+}
+
+// With the other branch fused into the stage before the tee, the keyed branch is the only one that
+// takes the tee's channel, batches and all.
+TEST(PipelineTeeTest, AKeyedBranchHeadBesideAFusedBranchGetsEachKeyInOneWorker) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 6000;
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    Shares keyed;
+    SharedTally fused;
+    p.source(count_to(n)) |
+        stage([](std::uint64_t x) { return x; },
+              {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        tee(conveyor::chain<std::uint64_t>() |
+                sink([&](std::uint64_t x) { fused.add(x); },
+                     {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
+            conveyor::chain<std::uint64_t>() |
+                sink(ShareSink{&keyed, 11}, {.mode = Mode::parallel, .workers = 3, .batch = batch},
+                     by_residue(11)));
+    p.run();
+    EXPECT_EQ(fused.get(), expected_tally(n)) << "batch " << batch;
+    EXPECT_EQ(keyed.total(), expected_tally(n)) << "batch " << batch;
+    for (std::uint64_t key = 0; key < 11; ++key)
+      EXPECT_EQ(keyed.owners(key), 1U) << "key " << key << ", batch " << batch;
+  }
 }
 
 // --- a tee branch fused into the stage before it ---
@@ -1011,15 +1147,66 @@ TEST(PipelineRouteTest, EachBranchStageHasItsOwnStatistics) {
   EXPECT_EQ(stats.stage("others")->items_in, 200U);
 }
 
-TEST(PipelineRouteTest, AKeyedDispatchAtTheHeadOfABranchIsRejected) {
+// As for a tee: a keyed head gets each of its branch's items in the one worker of its key, a
+// broadcasting head every item of its branch in each worker, and a branch whose keyed head leads to
+// an in-order stage gets its items, and the gaps for the others, in order.
+TEST(PipelineRouteTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSays) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 6000;
+  const auto one_mod_3 = [](std::uint64_t x) { return x % 3 == 1; };
+  const ThreeWays want = split_three_ways(n, divisible_by_3, one_mod_3);
+  const auto tally_of = [](const std::vector<std::uint64_t>& values) {
+    Tally tally;
+    for (const std::uint64_t x : values)
+      tally.add(x);
+    return tally;
+  };
+  for (const std::size_t batch : {std::size_t{1}, std::size_t{16}}) {
+    Pipeline p;
+    Shares keyed;
+    Shares broadcast;
+    std::vector<std::uint64_t> rest;
+    p.source(count_to(n)) |
+        stage([](std::uint64_t x) { return x; },
+              {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+        route(
+            when(divisible_by_3,
+                 conveyor::chain<std::uint64_t>() | sink(ShareSink{&keyed, 5, true},
+                                                         {.mode = Mode::parallel,
+                                                          .workers = 3,
+                                                          .channel = conveyor::Channel::queue(2)},
+                                                         by_residue(5))),
+            when(one_mod_3,
+                 conveyor::chain<std::uint64_t>() |
+                     sink(ShareSink{&broadcast, 1}, {.mode = Mode::parallel,
+                                                     .workers = 2,
+                                                     .dispatch = conveyor::Dispatch::broadcast()})),
+            otherwise(conveyor::chain<std::uint64_t>() |
+                      stage([](std::uint64_t x) { return x; },
+                            {.mode = Mode::parallel, .workers = 3, .batch = batch}, by_residue(4)) |
+                      sink([&](std::uint64_t x) { rest.push_back(x); },
+                           {.mode = Mode::serial_in_order})));
+    p.run();
+    EXPECT_EQ(keyed.total(), tally_of(want.first)) << "batch " << batch;
+    for (std::uint64_t key = 0; key < 5; ++key)
+      EXPECT_EQ(keyed.owners(key), 1U) << "key " << key << ", batch " << batch;
+    ASSERT_EQ(broadcast.workers.size(), 2U);
+    for (const WorkerShare& share : broadcast.workers)
+      EXPECT_EQ(share.tally, tally_of(want.second)) << "batch " << batch;
+    EXPECT_EQ(rest, want.rest) << "batch " << batch;
+  }
+}
+
+TEST(PipelineRouteTest, ALeastLoadedDispatchAtTheHeadOfABranchIsRejected) {
   Pipeline p;
   p.source(count_to(10)) |
       route(when(divisible_by_3,
                  conveyor::chain<std::uint64_t>() |
-                     sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2},
-                          conveyor::Dispatch::by_key([](std::uint64_t x) { return x; }))),
+                     sink([](std::uint64_t) {}, {.mode = Mode::parallel,
+                                                 .workers = 2,
+                                                 .dispatch = conveyor::Dispatch::least_loaded()})),
             otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
-  EXPECT_THROW(p.start(), std::invalid_argument);
+  expect_rejected(p, "least loaded");
 }
 
 TEST(PipelineRouteTest, ABranchOfARouteCannotBeFused) {

@@ -19,8 +19,7 @@
 //   the sequencer before the route. The branches that restore order get a gap for every item
 //   that went elsewhere, so that they do not wait for its number.
 // - End of stream, failure, stop, abort, statistics and memory bounds are as for a tee (tee.hpp).
-//   A branch's first stage takes its items as the route sends them; a keyed or broadcast dispatch
-//   there makes start() throw.
+//   A branch's first stage takes its items as its dispatch says, as in a tee.
 #pragma once
 
 #include <cstddef>

@@ -15,8 +15,10 @@
 // - The stream ends in every branch once it ends before the tee; every branch's flush hooks run.
 //   A throw in any branch cancels the whole pipeline, and request_stop and abort act on every
 //   branch. Each stage of each branch has its own statistics.
-// - A branch's first stage takes its items round-robin over its workers; a keyed or broadcast
-//   dispatch there makes start() throw (give it to the stage after).
+// - A branch's first stage takes its items as its dispatch says: round-robin over its workers (the
+//   next with room), by key (each key on one worker), or broadcast (every item on every worker);
+//   with a keyed or broadcast first stage, the tee sends its items one by one, not in batches.
+//   least_loaded there makes start() throw.
 #pragma once
 
 #include <optional>

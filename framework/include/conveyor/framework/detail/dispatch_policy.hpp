@@ -22,20 +22,42 @@ namespace conveyor::detail {
 class OutLanes;
 
 // Pushes the parcel at hand into lane `lane` (a copy of it if `copy`) if that lane has a free
-// slot; true if it did. A non-owning reference to the port's typed push.
+// slot; true if it did. A non-owning reference to the port's typed push. `item()` is the item the
+// parcel holds (null for a batch or a gap) and `seq()` its number, for a policy whose branches
+// pick lanes by key; read them before the push that moves the parcel.
 class LanePush {
  public:
   template <class Push>
   explicit LanePush(Push& push) noexcept
-      : object_(&push), call_([](void* object, std::size_t lane, bool copy) {
-          return (*static_cast<Push*>(object))(lane, copy);
+      : object_(&push), call_([](void* object, std::size_t lane, bool copy, Held* held) {
+          Push& typed = *static_cast<Push*>(object);
+          if (held == nullptr) return typed(lane, copy);
+          if constexpr (requires { typed.item(); }) {
+            held->item = typed.item();
+            held->seq = typed.item_seq();
+          }
+          return true;
         }) {}
 
-  bool operator()(std::size_t lane, bool copy) const { return call_(object_, lane, copy); }
+  bool operator()(std::size_t lane, bool copy) const { return call_(object_, lane, copy, nullptr); }
+  // Worked out when asked (only a branch that picks its lane by key asks), so that a LanePush
+  // stays two pointers: the port makes one whenever its first try finds a lane full.
+  [[nodiscard]] const void* item() const { return held().item; }
+  [[nodiscard]] std::uint64_t seq() const { return held().seq; }
 
  private:
+  struct Held {
+    const void* item = nullptr;
+    std::uint64_t seq = 0;
+  };
+  [[nodiscard]] Held held() const {
+    Held held;
+    call_(object_, 0, false, &held);
+    return held;
+  }
+
   void* object_;
-  bool (*call_)(void*, std::size_t, bool);
+  bool (*call_)(void*, std::size_t, bool, Held*);
 };
 
 class DispatchPolicy {
@@ -82,9 +104,17 @@ class DispatchPolicy {
   virtual bool deliver(OutLanes& port, std::size_t lane, LanePush push) const = 0;
 };
 
+// How each branch of a tee or route spreads its parcels over its lanes: the dispatch policy of the
+// branch's first stage, or null where that stage takes them as the tee or route sends them (the
+// next lane with room). A keyed policy (by_key, by_partition) puts each item into the lane its key
+// picks, and nowhere else; a policy that copies (broadcast) puts a copy into every lane. The
+// planner gives such an edge batches of one item, so that each parcel holds one key.
+using BranchHeads = std::vector<const DispatchPolicy*>;
+
 // The policy of a tee's edge (dispatch_tee.cpp): every branch gets every parcel, into one of its
-// lanes in turn; branch b's lanes are [starts[b], starts[b + 1]).
-std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts);
+// lanes in turn, or as its head's policy says; branch b's lanes are [starts[b], starts[b + 1]).
+std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> starts,
+                                                   BranchHeads heads);
 
 // A route's cases, with their item type erased once for the whole route rather than once per
 // predicate (route.hpp makes them): how many predicates it has, and `classify(items, count,
@@ -98,10 +128,11 @@ struct RouteCases {
 
 // The policy of a route's edge (dispatch_route.cpp): branch b's lanes are [starts[b],
 // starts[b + 1]); an item goes to the branch `cases` picks for it; a gap goes to branch 0. Within
-// a branch, the lane is picked by the number. `ordered[b]`: whether branch b restores order (and
-// needs gaps).
+// a branch, the lane is picked by the number, or as the branch's head says (`heads`).
+// `ordered[b]`: whether branch b restores order (and needs gaps).
 std::shared_ptr<const DispatchPolicy> route_dispatch(std::vector<std::size_t> starts,
-                                                     RouteCases cases, std::vector<bool> ordered);
+                                                     RouteCases cases, std::vector<bool> ordered,
+                                                     BranchHeads heads);
 
 // The keyed policy of Dispatch::by_key and Dispatch::by_partition (templates, in options.hpp):
 // `hash(item)` is the hash of an item's key, or its partition.

@@ -36,6 +36,16 @@ struct ParcelDelivery {
   Parcel<T>& parcel;
   OutPort<T>* returns = nullptr;
 
+  // The item a parcel of one entry holds, and its number (LanePush).
+  [[nodiscard]] const void* item() const noexcept {
+    const Entry<T>* entry = std::get_if<Entry<T>>(&parcel);
+    return entry != nullptr && entry->value ? &*entry->value : nullptr;
+  }
+  [[nodiscard]] std::uint64_t item_seq() const noexcept {
+    const Entry<T>* entry = std::get_if<Entry<T>>(&parcel);
+    return entry != nullptr ? entry->tag.seq : 0;
+  }
+
   bool operator()(std::size_t lane, bool copy) {
     if (!copy) return lanes[lane]->try_push(parcel);
     if constexpr (std::is_copy_constructible_v<T>) {
@@ -61,6 +71,9 @@ struct WholeItemDelivery {
   const LaneList<T>& lanes;
   std::uint64_t seq;
   T& value;
+
+  [[nodiscard]] const void* item() const noexcept { return &value; }
+  [[nodiscard]] std::uint64_t item_seq() const noexcept { return seq; }
 
   bool operator()(std::size_t lane, bool copy) {
     if (!copy) return lanes[lane]->try_emplace(std::in_place_index<0>, WholeItem<T>{seq, value});
