@@ -157,6 +157,14 @@ TEST(PipelineTeeTest, EveryBranchEndsAndFlushesOnce) {
   EXPECT_EQ(items_b.load(), 1000U);
 }
 
+// The numbers below `n` through a parallel stage of two workers that passes them on.
+conveyor::Flow<std::uint64_t> numbers_through_work(Pipeline& p, std::uint64_t n,
+                                                   std::size_t batch) {
+  return p.source(count_to(n)) |
+         stage([](std::uint64_t x) { return x; },
+               {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch});
+}
+
 auto by_residue(std::uint64_t modulus) {
   return conveyor::Dispatch::by_key([modulus](std::uint64_t x) { return x % modulus; });
 }
@@ -483,9 +491,7 @@ TEST(PipelineTeeTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSays
     Shares broadcast;
     std::vector<std::uint64_t> after_keyed;
     std::vector<std::uint64_t> ordered;
-    p.source(count_to(n)) |
-        stage([](std::uint64_t x) { return x; },
-              {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+    numbers_through_work(p, n, batch) |
         tee(conveyor::chain<std::uint64_t>() | sink(ShareSink{&keyed, 7, true},
                                                     {.name = "keyed",
                                                      .mode = Mode::parallel,
@@ -530,9 +536,7 @@ TEST(PipelineTeeTest, AKeyedBranchHeadBesideAFusedBranchGetsEachKeyInOneWorker) 
     Pipeline p;
     Shares keyed;
     SharedTally fused;
-    p.source(count_to(n)) |
-        stage([](std::uint64_t x) { return x; },
-              {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch}) |
+    numbers_through_work(p, n, batch) |
         tee(conveyor::chain<std::uint64_t>() |
                 sink([&](std::uint64_t x) { fused.add(x); },
                      {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
@@ -1166,9 +1170,7 @@ TEST(PipelineRouteTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSa
     Shares keyed;
     Shares broadcast;
     std::vector<std::uint64_t> rest;
-    p.source(count_to(n)) |
-        stage([](std::uint64_t x) { return x; },
-              {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+    numbers_through_work(p, n, batch) |
         route(
             when(divisible_by_3,
                  conveyor::chain<std::uint64_t>() | sink(ShareSink{&keyed, 5, true},
