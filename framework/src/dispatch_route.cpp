@@ -17,6 +17,7 @@
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -34,7 +35,12 @@ class Route final : public DispatchPolicy {
             [](const DispatchPolicy* head) { return head != nullptr && head->copies(); })),
         keyed_heads_(std::any_of(heads_.begin(), heads_.end(), [](const DispatchPolicy* head) {
           return head != nullptr && head->keyed();
-        })) {}
+        })) {
+    for (const DispatchPolicy* head : heads_) {
+      CONVEYOR_CONTRACT(head == nullptr || head->keyed() || head->copies(),
+                        "route: a branch's head is keyed or copies");
+    }
+  }
 
   [[nodiscard]] bool keyed() const noexcept override { return true; }
   [[nodiscard]] bool routes() const noexcept override { return true; }

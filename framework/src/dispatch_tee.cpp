@@ -10,6 +10,7 @@
 
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
+#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -17,7 +18,12 @@ namespace {
 class Tee final : public DispatchPolicy {
  public:
   Tee(std::vector<std::size_t> starts, BranchHeads heads)
-      : starts_(std::move(starts)), heads_(std::move(heads)) {}
+      : starts_(std::move(starts)), heads_(std::move(heads)) {
+    for (const DispatchPolicy* head : heads_) {
+      CONVEYOR_CONTRACT(head == nullptr || head->keyed() || head->copies(),
+                        "tee: a branch's head is keyed or copies");
+    }
+  }
 
   [[nodiscard]] bool copies() const noexcept override { return true; }
 
@@ -32,7 +38,8 @@ class Tee final : public DispatchPolicy {
       if (head == nullptr) {
         if (!port.push_waiting(first, count, first + turn % count, copy, push)) return false;
       } else if (head->keyed()) {
-        const std::size_t lane = first + head->lane_of(push.item(), push.seq(), count);
+        const LanePush::Item item = push.item();
+        const std::size_t lane = first + head->lane_of(item.value, item.seq, count);
         if (!port.push_waiting(lane, copy, push)) return false;
       } else {
         for (std::size_t lane = first; lane < first + count; ++lane) {

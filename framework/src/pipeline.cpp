@@ -479,14 +479,17 @@ void Pipeline::start() {
       capacities.insert(capacities.end(), nodes_[after]->workers(), options.channel.capacity());
       batch = std::min(batch, options.batch);
       const Dispatch::Kind kind = options.dispatch.kind();
-      if (branches && kind == Dispatch::Kind::least_loaded) {
+      if (branches && kind == Dispatch::Kind::least_loaded && nodes_[after]->workers() > 1) {
         throw std::invalid_argument("stage '" + nodes_[after]->name() +
-                                    "': the first stage of a branch cannot take its items least "
-                                    "loaded first (the tee or route before it sends each item to "
-                                    "the next worker of the branch with room)");
+                                    "': the first stage of a branch that shares the tee's or "
+                                    "route's edge cannot take its items least loaded (give it "
+                                    "round-robin, by_key or broadcast)");
       }
-      // A keyed or broadcast head picks its lanes from each item: one item per parcel.
-      heads.push_back(kind == Dispatch::Kind::round_robin ? nullptr : &options.dispatch.policy());
+      // A keyed or broadcast head of several workers picks its lanes from each item: one item
+      // per parcel. With one worker, every dispatch comes to the same lane.
+      const bool placed = kind == Dispatch::Kind::by_key || kind == Dispatch::Kind::broadcast;
+      heads.push_back(placed && nodes_[after]->workers() > 1 ? &options.dispatch.policy()
+                                                             : nullptr);
       if (branches && heads.back() != nullptr) batch = 1;
     }
     runtime->edges[i] = nodes_[i]->make_output_edge(nodes_[i]->workers(), capacities);

@@ -527,6 +527,38 @@ TEST(PipelineTeeTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSays
   }
 }
 
+// A stage that emits two items for each input sends them as tagged entries (two parts of one
+// number): a keyed head after the tee places each by its own key, and the in-order stage after it
+// gets both parts of every number, in order.
+TEST(PipelineTeeTest, AKeyedBranchHeadPlacesEachItemOfAStageThatEmitsSeveral) {
+  Watchdog watchdog;
+  constexpr std::uint64_t n = 3000;
+  Pipeline p;
+  Shares keyed;
+  std::vector<std::uint64_t> ordered;
+  p.source(count_to(n)) |
+      stage(
+          [](std::uint64_t x, conveyor::Emit<std::uint64_t>& emit) {
+            emit(2 * x);
+            emit(2 * x + 1);
+          },
+          {.mode = Mode::parallel, .workers = 2}) |
+      tee(conveyor::chain<std::uint64_t>() |
+              sink(ShareSink{&keyed, 7}, {.mode = Mode::parallel, .workers = 3}, by_residue(7)),
+          conveyor::chain<std::uint64_t>() |
+              stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2},
+                    by_residue(3)) |
+              sink([&](std::uint64_t x) { ordered.push_back(x); },
+                   {.mode = Mode::serial_in_order}));
+  p.run();
+  EXPECT_EQ(keyed.total(), expected_tally(2 * n));
+  for (std::uint64_t key = 0; key < 7; ++key)
+    EXPECT_EQ(keyed.owners(key), 1U) << "key " << key;
+  ASSERT_EQ(ordered.size(), 2 * n);
+  for (std::uint64_t i = 0; i < 2 * n; ++i)
+    ASSERT_EQ(ordered[i], i);
+}
+
 // With the other branch fused into the stage before the tee, the keyed branch is the only one that
 // takes the tee's channel, batches and all.
 TEST(PipelineTeeTest, AKeyedBranchHeadBesideAFusedBranchGetsEachKeyInOneWorker) {
@@ -747,6 +779,25 @@ TEST(PipelineTeeTest, WithoutATeeAStageHasOneNext) {
   auto numbers = p.source(count_to(10));
   numbers | sink([](std::uint64_t) {});
   EXPECT_THROW(numbers | sink([](std::uint64_t) {}), std::logic_error);
+}
+
+// A branch that shares the tee's edge cannot take its items least loaded; with one worker, its
+// dispatch has nothing to choose, and the pipeline runs.
+TEST(PipelineTeeTest, ALeastLoadedDispatchAtTheHeadOfABranchIsRejected) {
+  const auto least_loaded = [](std::size_t workers) {
+    return conveyor::chain<std::uint64_t>() |
+           sink([](std::uint64_t) {}, {.mode = Mode::parallel,
+                                       .workers = workers,
+                                       .dispatch = conveyor::Dispatch::least_loaded()});
+  };
+  Pipeline rejected;
+  rejected.source(count_to(10)) |
+      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}), least_loaded(2));
+  expect_rejected(rejected, "least loaded");
+  Pipeline one_worker;
+  one_worker.source(count_to(10)) |
+      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}), least_loaded(1));
+  EXPECT_NO_THROW(one_worker.run());
 }
 
 // --- route ---

@@ -13,7 +13,8 @@
 //   that converts to bool. A branch of another type, a predicate that cannot take a T, or a
 //   route without its `otherwise` last does not compile.
 // - Each item goes to the first branch whose predicate it matches, or else to the `otherwise`
-//   branch: to exactly one branch, moved there (T need not be copyable). A predicate runs on the
+//   branch: to exactly one branch, moved there (T need not be copyable, unless a branch's first
+//   stage broadcasts to several workers). A predicate runs on the
 //   worker of the stage before the route; a throw from it fails the pipeline as that stage's.
 // - Each branch has its own order: an in-order stage in a branch sees its items in the order of
 //   the sequencer before the route. The branches that restore order get a gap for every item

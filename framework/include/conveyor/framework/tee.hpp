@@ -16,8 +16,9 @@
 //   A throw in any branch cancels the whole pipeline, and request_stop and abort act on every
 //   branch. Each stage of each branch has its own statistics.
 // - A branch's first stage takes its items as its dispatch says: round-robin over its workers (the
-//   next with room), by key (each key on one worker), or broadcast (every item on every worker);
-//   with a keyed or broadcast first stage, the tee sends its items one by one, not in batches.
+//   next with room), by key (each key on one worker: the tee waits for that worker's room), or
+//   broadcast (every item on every worker). Where a keyed or broadcast first stage of several
+//   workers shares the tee's channel with another branch, the tee sends items one by one, and
 //   least_loaded there makes start() throw.
 #pragma once
 

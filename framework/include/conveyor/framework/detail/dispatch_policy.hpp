@@ -23,41 +23,42 @@ class OutLanes;
 
 // Pushes the parcel at hand into lane `lane` (a copy of it if `copy`) if that lane has a free
 // slot; true if it did. A non-owning reference to the port's typed push. `item()` is the item the
-// parcel holds (null for a batch or a gap) and `seq()` its number, for a policy whose branches
-// pick lanes by key; read them before the push that moves the parcel.
+// parcel holds (null for a batch or a gap) and its number, for a policy whose branches pick lanes
+// by key; ask before the push that moves the parcel.
 class LanePush {
  public:
+  struct Item {
+    const void* value = nullptr;
+    std::uint64_t seq = 0;
+  };
+
   template <class Push>
   explicit LanePush(Push& push) noexcept
-      : object_(&push), call_([](void* object, std::size_t lane, bool copy, Held* held) {
+      : object_(&push), call_([](void* object, std::size_t lane, bool copy, Item* item) {
           Push& typed = *static_cast<Push*>(object);
-          if (held == nullptr) return typed(lane, copy);
-          if constexpr (requires { typed.item(); }) {
-            held->item = typed.item();
-            held->seq = typed.item_seq();
-          }
+          static_assert(
+              requires {
+                typed.item();
+                typed.item_seq();
+              },
+              "LanePush: a push says which item it holds (item(), item_seq())");
+          if (item == nullptr) return typed(lane, copy);
+          *item = Item{typed.item(), typed.item_seq()};
           return true;
         }) {}
 
   bool operator()(std::size_t lane, bool copy) const { return call_(object_, lane, copy, nullptr); }
   // Worked out when asked (only a branch that picks its lane by key asks), so that a LanePush
   // stays two pointers: the port makes one whenever its first try finds a lane full.
-  [[nodiscard]] const void* item() const { return held().item; }
-  [[nodiscard]] std::uint64_t seq() const { return held().seq; }
-
- private:
-  struct Held {
-    const void* item = nullptr;
-    std::uint64_t seq = 0;
-  };
-  [[nodiscard]] Held held() const {
-    Held held;
-    call_(object_, 0, false, &held);
-    return held;
+  [[nodiscard]] Item item() const {
+    Item item;
+    call_(object_, 0, false, &item);
+    return item;
   }
 
+ private:
   void* object_;
-  bool (*call_)(void*, std::size_t, bool, Held*);
+  bool (*call_)(void*, std::size_t, bool, Item*);
 };
 
 class DispatchPolicy {
@@ -107,8 +108,9 @@ class DispatchPolicy {
 // How each branch of a tee or route spreads its parcels over its lanes: the dispatch policy of the
 // branch's first stage, or null where that stage takes them as the tee or route sends them (the
 // next lane with room). A keyed policy (by_key, by_partition) puts each item into the lane its key
-// picks, and nowhere else; a policy that copies (broadcast) puts a copy into every lane. The
-// planner gives such an edge batches of one item, so that each parcel holds one key.
+// picks, and nowhere else; a policy that copies (broadcast) puts a copy into every lane; any other
+// is a contract violation. The planner gives such an edge batches of one item, so that each parcel
+// holds one key, and gives null for a first stage of one worker.
 using BranchHeads = std::vector<const DispatchPolicy*>;
 
 // The policy of a tee's edge (dispatch_tee.cpp): every branch gets every parcel, into one of its
