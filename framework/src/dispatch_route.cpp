@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "branch_heads.hpp"
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
-#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -36,10 +36,7 @@ class Route final : public DispatchPolicy {
         keyed_heads_(std::any_of(heads_.begin(), heads_.end(), [](const DispatchPolicy* head) {
           return head != nullptr && head->keyed();
         })) {
-    for (const DispatchPolicy* head : heads_) {
-      CONVEYOR_CONTRACT(head == nullptr || head->keyed() || head->copies(),
-                        "route: a branch's head is keyed or copies");
-    }
+    check_branch_heads(heads_);
   }
 
   [[nodiscard]] bool keyed() const noexcept override { return true; }
@@ -76,15 +73,9 @@ class Route final : public DispatchPolicy {
     const auto after = std::upper_bound(starts_.begin(), starts_.end(), lane);
     const std::size_t first = *(after - 1);
     const DispatchPolicy* head = heads_[static_cast<std::size_t>(after - starts_.begin()) - 1];
-    if (head != nullptr && head->keyed()) return port.push_waiting(lane, false, push);
-    if (head != nullptr) {
-      for (std::size_t each = first; each < *after; ++each) {
-        if (!port.push_waiting(each, each + 1 != *after, push)) return false;
-      }
-      return true;
-    }
-    // Any worker of the branch may take any of its numbers, an item's or a gap's.
-    return port.push_waiting(first, *after - first, lane, false, push);
+    // Under a plain head, any worker of the branch may take any of its numbers, an item's or a
+    // gap's.
+    return push_into_branch(port, head, first, *after - first, lane, false, push);
   }
 
   [[nodiscard]] std::size_t branches() const noexcept override { return starts_.size() - 1; }

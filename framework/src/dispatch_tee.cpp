@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "branch_heads.hpp"
 #include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_lanes.hpp"
-#include "conveyor/sync/detail/contract.hpp"
 
 namespace conveyor::detail {
 namespace {
@@ -19,10 +19,7 @@ class Tee final : public DispatchPolicy {
  public:
   Tee(std::vector<std::size_t> starts, BranchHeads heads)
       : starts_(std::move(starts)), heads_(std::move(heads)) {
-    for (const DispatchPolicy* head : heads_) {
-      CONVEYOR_CONTRACT(head == nullptr || head->keyed() || head->copies(),
-                        "tee: a branch's head is keyed or copies");
-    }
+    check_branch_heads(heads_);
   }
 
   [[nodiscard]] bool copies() const noexcept override { return true; }
@@ -35,17 +32,12 @@ class Tee final : public DispatchPolicy {
       const std::size_t count = starts_[branch + 1] - first;
       const bool copy = branch + 1 != branches;
       const DispatchPolicy* head = heads_[branch];
-      if (head == nullptr) {
-        if (!port.push_waiting(first, count, first + turn % count, copy, push)) return false;
-      } else if (head->keyed()) {
+      std::size_t lane = first + turn % count;
+      if (head != nullptr && head->keyed()) {
         const LanePush::Item item = push.item();
-        const std::size_t lane = first + head->lane_of(item.value, item.seq, count);
-        if (!port.push_waiting(lane, copy, push)) return false;
-      } else {
-        for (std::size_t lane = first; lane < first + count; ++lane) {
-          if (!port.push_waiting(lane, copy || lane + 1 != first + count, push)) return false;
-        }
+        lane = first + head->lane_of(item.value, item.seq, count);
       }
+      if (!push_into_branch(port, head, first, count, lane, copy, push)) return false;
     }
     return true;
   }
