@@ -5,6 +5,8 @@
 #include <atomic>
 #include <utility>
 
+#include "conveyor/stages/line_splitter.hpp"
+
 namespace conveyor::log_ingest {
 
 bool Ingress::try_push(Delivery& delivery, InputCounters& counters) {
@@ -90,7 +92,11 @@ Delivery& ChunkBuilder::open() {
 }
 
 void ChunkBuilder::frame(std::string_view message) {
-  if (message.find_first_not_of(" \t") == std::string_view::npos) return;
+  // Skipped when its line will be blank to the parse stage, which reads it without one last CR:
+  // counted here, it would be received and then in none of the counts the drain adds up.
+  std::string_view line = message;
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (stages::blank_line(line)) return;
   Delivery& delivery = open();
   std::string& text = delivery.chunk.text;
   for (std::size_t start = 0;;) {

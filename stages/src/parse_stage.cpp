@@ -73,7 +73,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
   Record record;
   for_each_line(text, [&](std::string_view line, std::uint64_t index) {
     ++counts.lines;
-    if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    if (blank_line(line)) {
       ++counts.blank;
       return;
     }

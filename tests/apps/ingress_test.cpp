@@ -5,9 +5,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "conveyor/framework/ack.hpp"
+#include "conveyor/stages/line_splitter.hpp"
 #include "ingress.hpp"
 
 namespace {
@@ -36,6 +38,25 @@ TEST(ChunkBuilder, MessagesBecomeLinesAndTheirLineFeedsAreEscaped) {
             builder.front().chunk.text.size() + conveyor::stages::read_ahead_padding);
   builder.pop();
   EXPECT_FALSE(builder.ready());
+}
+
+// A message that the parse stage will read as a blank line (it drops one last CR) is skipped
+// here too: counted, it would be received and then written, rejected or filtered by nobody.
+TEST(ChunkBuilder, AMessageBlankButForItsCarriageReturnIsSkipped) {
+  ChunkBuilder builder(input());
+  for (const std::string_view message : {"\r", " \r", "\t \r", "\r\r", "x\r", "\r\n", "ok"})
+    builder.frame(message);
+  builder.seal();
+  ASSERT_TRUE(builder.ready());
+  const std::string& text = builder.front().chunk.text;
+  EXPECT_EQ(text, "\r\r\nx\r\n\r#012\nok\n");
+  std::uint64_t lines = 0;
+  conveyor::stages::for_each_line(text, [&](std::string_view line, std::uint64_t) {
+    EXPECT_FALSE(conveyor::stages::blank_line(line)) << "a counted message reads as blank";
+    ++lines;
+  });
+  EXPECT_EQ(builder.front().messages, lines);
+  EXPECT_EQ(lines, 4U);
 }
 
 TEST(ChunkBuilder, ARejectedFrameKeepsTheLineNumbersExact) {

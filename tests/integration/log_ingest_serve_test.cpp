@@ -117,10 +117,12 @@ TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
   std::this_thread::sleep_for(500ms);
 #endif
   {
-    // Oversized, LF-terminated and octet-counted, each followed by a good frame.
+    // Oversized, LF-terminated and octet-counted, each followed by a good frame; between them,
+    // frames blank but for a carriage return, which count nowhere.
     Client client(port);
     const std::string big(2000, 'x');
     std::string bytes = syslog_message(big) + "\n" + syslog_message("after-lf") + "\n";
+    bytes += "\r\r\n \r\n1 \r";
     const std::string counted = syslog_message(big);
     bytes += std::to_string(counted.size()) + " " + counted;
     const std::string after = syslog_message("after-counted");

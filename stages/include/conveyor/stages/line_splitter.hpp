@@ -3,7 +3,8 @@
 //
 //   for_each_line(chunk.text, [&](std::string_view line, std::uint64_t index) { ... });
 //
-// A final line without a newline is a line too; an empty text has no lines.
+// A final line without a newline is a line too; an empty text has no lines. A line (as given)
+// of nothing but spaces and tabs is blank: the parse stage skips it, and counts it nowhere else.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,10 @@
 #include <string_view>
 
 namespace conveyor::stages {
+
+[[nodiscard]] inline bool blank_line(std::string_view line) noexcept {
+  return line.find_first_not_of(" \t") == std::string_view::npos;
+}
 
 template <class F>
 void for_each_line(std::string_view text, F&& f) {
