@@ -61,14 +61,21 @@ class HttpConnection final : public StreamConnection,
   void close() override { stream_.close(); }
 
  private:
-  // Closes the connection if it waits for idle_timeout for a request.
+  // Closes the connection if it waits idle_timeout for a request, or for the client to take a
+  // response. A wait that completed after it was armed again or disarmed does nothing: its
+  // number is no longer the last one armed.
   void arm_idle() {
+    const std::uint64_t armed = ++idle_armed_;
     idle_.expires_after(owner_.limits_.idle_timeout);
-    idle_.async_wait([self = shared_from_this()](const error_code& error) {
-      if (error || !self->waiting_) return;
+    idle_.async_wait([self = shared_from_this(), armed](const error_code& error) {
+      if (error || armed != self->idle_armed_ || !(self->waiting_ || self->writing_)) return;
       InputCounters::add(self->owner_.counters_.idle_disconnects, 1);
       self->close();
     });
+  }
+  void disarm_idle() {
+    ++idle_armed_;
+    idle_.cancel();
   }
 
   void read_request() {
@@ -85,7 +92,7 @@ class HttpConnection final : public StreamConnection,
 
   void on_request(const error_code& error) {
     waiting_ = false;
-    idle_.cancel();
+    disarm_idle();
     if (error == http::error::body_limit) {
       respond(http::status::payload_too_large, R"({"error":"the body is over max_body_bytes"})",
               true);
@@ -152,8 +159,14 @@ class HttpConnection final : public StreamConnection,
     response_->keep_alive(keep);
     response_->prepare_payload();
     owner_.counters_.count_http(static_cast<unsigned>(status));
+    // A client that sends requests and never reads the answers is idle too: without the clock,
+    // it would hold its connection (and a place under max_connections) for good.
+    writing_ = true;
+    arm_idle();
     http::async_write(stream_, *response_,
                       [self = shared_from_this(), keep](const error_code& error, std::size_t) {
+                        self->writing_ = false;
+                        self->disarm_idle();
                         if (error || !keep) {
                           self->end();
                         } else {
@@ -166,7 +179,8 @@ class HttpConnection final : public StreamConnection,
     if (ended_) return;
     ended_ = true;
     waiting_ = false;
-    idle_.cancel();
+    writing_ = false;
+    disarm_idle();
     close();
     owner_.closed(this);
   }
@@ -179,9 +193,11 @@ class HttpConnection final : public StreamConnection,
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> response_;
-  std::uint64_t accepted_ = 0;  // messages in the body being taken
-  bool waiting_ = false;        // for a request (or the handshake), with the idle clock running
-  bool draining_ = false;       // the service drains: no keep-alive
+  std::uint64_t accepted_ = 0;    // messages in the body being taken
+  std::uint64_t idle_armed_ = 0;  // the idle clock's waits armed so far
+  bool waiting_ = false;          // for a request (or the handshake), with the idle clock running
+  bool writing_ = false;          // a response, with the idle clock running
+  bool draining_ = false;         // the service drains: no keep-alive
   bool ended_ = false;
 };
 

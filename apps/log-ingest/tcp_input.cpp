@@ -3,6 +3,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 
@@ -34,7 +35,7 @@ class TcpConnection final : public StreamConnection,
   void start() override {
     if (stream_.secure()) arm_idle();
     stream_.handshake([self = shared_from_this()](const error_code& error) {
-      self->idle_.cancel();
+      self->disarm_idle();
       if (!error) {
         self->read();
         return;
@@ -50,15 +51,23 @@ class TcpConnection final : public StreamConnection,
   void close() override { stream_.close(); }
 
  private:
-  // Closes the connection if it stays silent for idle_timeout while it waits to read.
+  // Closes the connection if it stays silent for idle_timeout while it waits to read. A wait that
+  // completed after it was armed again or disarmed (its handler already queued when the read
+  // came) does nothing: its number is no longer the last one armed.
   void arm_idle() {
     reading_ = true;
+    const std::uint64_t armed = ++idle_armed_;
     idle_.expires_after(owner_.limits_.idle_timeout);
-    idle_.async_wait([self = shared_from_this()](const error_code& error) {
-      if (error || !self->reading_) return;
+    idle_.async_wait([self = shared_from_this(), armed](const error_code& error) {
+      if (error || armed != self->idle_armed_ || !self->reading_) return;
       InputCounters::add(self->owner_.counters_.idle_disconnects, 1);
       self->close();
     });
+  }
+  void disarm_idle() {
+    reading_ = false;
+    ++idle_armed_;
+    idle_.cancel();
   }
 
   void read() {
@@ -70,8 +79,7 @@ class TcpConnection final : public StreamConnection,
   }
 
   void on_read(const error_code& error, std::size_t count) {
-    reading_ = false;
-    idle_.cancel();
+    disarm_idle();
     if (count > 0) {
       InputCounters::add(owner_.counters_.bytes, count);
       if (!decoder_.feed(std::string_view(buffer_.data(), count), builder_)) {
@@ -110,6 +118,7 @@ class TcpConnection final : public StreamConnection,
   asio::steady_timer retry_;
   stages::FrameDecoder decoder_;
   ChunkBuilder builder_;
+  std::uint64_t idle_armed_ = 0;  // the idle clock's waits armed so far
   bool reading_ = false;
   bool ending_ = false;
   std::array<char, 64U << 10U> buffer_{};

@@ -21,6 +21,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -471,6 +472,62 @@ TEST(LogIngestServeOps, HttpIngestAnswers429WhileFullAndLosesNothing) {
   const auto counts = accounting(service.log(), "drained");
   EXPECT_EQ(counts.at("received"), std::uint64_t(bodies) * 500) << service.log();
   EXPECT_EQ(counts.at("written"), std::uint64_t(bodies) * 500);
+}
+
+// A client that sends request after request and reads no answer: once the answers fill the
+// socket's buffers, the service's write waits on the client, and after idle_timeout it closes
+// the connection rather than hold it (and its place under max_connections) for good.
+TEST(LogIngestServeOps, HttpClientThatReadsNoAnswerIsDisconnected) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service(
+      "http-unread",
+      ServiceSetup{.service_yaml = "  limits: {idle_timeout: 300ms}\n",
+                   .inputs_yaml = "  - {name: web, type: http, listen: \"127.0.0.1:0\"}\n"});
+  const std::uint16_t port = service.port("web");
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  const int small = 4096;  // a small receive window: the answers back up sooner
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small), 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+  std::string requests;
+  for (int i = 0; i < 1000; ++i)
+    requests += "GET /nothing HTTP/1.1\r\nHost: test\r\n\r\n";
+  // Send until the service stops taking requests (its write waits on us) for half a second,
+  // within 64 MiB and 20 s.
+  std::size_t sent = 0;
+  auto stalled_since = std::chrono::steady_clock::now();
+  const auto give_up = stalled_since + 20s;
+  while (sent < (64U << 20U) && std::chrono::steady_clock::now() < give_up) {
+    const ssize_t n = ::send(fd, requests.data(), requests.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<std::size_t>(n);
+      stalled_since = std::chrono::steady_clock::now();
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (std::chrono::steady_clock::now() - stalled_since > 500ms) break;
+      std::this_thread::sleep_for(5ms);
+    } else {
+      break;  // closed already
+    }
+  }
+  EXPECT_LT(sent, 64U << 20U) << "the service never stopped taking requests";
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_idle_disconnects_total{input=\"web\"}") == 1.0;
+  })) << "a client that reads no answer kept its connection";
+  EXPECT_TRUE(Service::eventually(
+      [&] { return service.metric("log_ingest_connections{input=\"web\"}") == 0.0; }));
+#else
+  std::this_thread::sleep_for(2s);
+#endif
+  ::close(fd);
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  EXPECT_EQ(accounting(service.log(), "drained").at("received"), 0U) << service.log();
 }
 
 // SIGHUP re-reads the configuration: an input that did not change keeps its connection, a
