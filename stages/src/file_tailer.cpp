@@ -141,7 +141,7 @@ FileTailer::FileTailer(TailOptions options, const Input& input,
 
 FileTailer::~FileTailer() = default;
 
-void FileTailer::track(const std::string& path, Clock::time_point now) {
+void FileTailer::track(const std::string& path, Clock::time_point now, std::vector<File*>& found) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return;
   const auto device = static_cast<std::uint64_t>(status.st_dev);
@@ -172,11 +172,11 @@ void FileTailer::track(const std::string& path, Clock::time_point now) {
   file->found_first = first_scan_;
   file->seen = true;
   by_inode_[InodeKey{device, inode}] = file.get();
-  (void)identify(*file, now);
+  found.push_back(file.get());
   files_.push_back(std::move(file));
 }
 
-bool FileTailer::identify(File& file, Clock::time_point now) {
+bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only) {
   if (file.fd < 0) return false;
   const std::uint64_t size = size_of(file.fd);
   const std::string head =
@@ -209,6 +209,7 @@ bool FileTailer::identify(File& file, Clock::time_point now) {
     const CheckpointEntry& e = restored_[it->second];
     if (!claimed_[it->second] && matches(e.fingerprint, e.fingerprint_length)) entry = it->second;
   }
+  if (by_inode_only && !entry) return false;
   for (std::size_t over = 1; over < hashes.size() && !entry; ++over) {
     const auto [begin, end] = restored_by_fingerprint_.equal_range(hashes[over]);
     for (auto it = begin; it != end && !entry; ++it) {
@@ -371,8 +372,19 @@ void FileTailer::scan(Clock::time_point now) {
     file->seen = false;
   const FoundFiles found = find_files(include, exclude, options_.max_files);
   if (found.truncated) stats_.glob_truncated.fetch_add(1, std::memory_order_relaxed);
+  std::vector<File*> fresh;
   for (const std::string& path : found.paths)
-    track(path, now);
+    track(path, now, fresh);
+  // Every file new to this look takes the restored entry of its own inode before any takes one by
+  // its first bytes: rotated while the service was down, the file now at the old path may begin
+  // with the same line as the one renamed, and would take that one's entry.
+  if (!restored_.empty()) {
+    for (File* file : fresh)
+      (void)identify(*file, now, true);
+  }
+  for (File* file : fresh) {
+    if (file->state == File::State::waiting) (void)identify(*file, now);
+  }
   // A live file that no look found at its path any more was renamed away or deleted: it is read
   // to its end. One that was never read from is let go at once.
   for (auto& file : files_) {

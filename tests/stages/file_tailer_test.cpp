@@ -181,6 +181,33 @@ TEST_F(FileTailerTest, ResumesFromItsCheckpointWithoutRepeats) {
   EXPECT_EQ(out.held.front().offset, offset_of(saved, path("a.log")));
 }
 
+// Rotated while the service was down, and the new file begins with the same line as the old
+// one (a header): each file takes the checkpoint entry of its own inode, although the new file's
+// path comes first. Taking the old file's entry by its first line, the new file would skip that
+// many bytes of its own, and the old file would be read again from its beginning.
+TEST_F(FileTailerTest, AfterARotationWhileDownEachFileTakesItsOwnInodesEntry) {
+  const std::vector<std::string> globs{path("a.log*")};
+  append("a.log", "# a header line\n");
+  append_lines("a.log", "old-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(globs), first);
+  append_lines("a.log", "old-", 50, 60);  // written after the checkpoint, before the rotation
+  fs::rename(path("a.log"), path("a.log.1"));
+  append("a.log", "# a header line\n");
+  append_lines("a.log", "new-", 0, 200);  // longer than the old file's offset
+  FileTailer again(options(globs), Input{"files"}, saved);
+  Collected out;
+  const Clock::time_point now = settle(again, out, Clock::now());
+  // Beginning as a file it follows does, the new one is held as a possible copy (copytruncate)
+  // for rotate_wait, then read as a file of its own.
+  (void)settle(again, out, now + options().rotate_wait + 10ms);
+  EXPECT_TRUE(out.each_once("old-", 50, 60));
+  EXPECT_EQ(out.lines.count("old-0"), 0U);
+  EXPECT_EQ(out.lines.count("old-49"), 0U);
+  EXPECT_TRUE(out.each_once("new-", 0, 200));
+  EXPECT_EQ(out.lines["# a header line"], 1);  // the new file's
+}
+
 // A rotated file is read to its last byte before it is let go, and the new file at its path is
 // read from its beginning.
 TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {

@@ -93,8 +93,10 @@ class FileTailer {
  private:
   struct File;
   void scan(Clock::time_point now);
-  void track(const std::string& path, Clock::time_point now);
-  bool identify(File& file, Clock::time_point now);
+  // Files new to the tailer go into `found`, for scan() to identify once every path is tracked.
+  void track(const std::string& path, Clock::time_point now, std::vector<File*>& found);
+  // With `by_inode_only`, a file that no restored entry of its own inode matches stays waiting.
+  bool identify(File& file, Clock::time_point now, bool by_inode_only = false);
   void adopt(File& file);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
