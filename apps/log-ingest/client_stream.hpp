@@ -28,6 +28,11 @@ class ClientStream {
 
   [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
   executor_type get_executor() noexcept { return socket_.get_executor(); }
+  // Whether the client's bytes wait in the socket, unread (encrypted ones, on TLS).
+  [[nodiscard]] bool has_unread_input() const {
+    boost::system::error_code ignored;
+    return socket_.available(ignored) > 0;
+  }
 
   // Calls `done(error)`, at once (posted) on a plain stream.
   template <class Handler>

@@ -54,8 +54,13 @@ class HttpConnection final : public StreamConnection,
 
   void drain() override {
     draining_ = true;
-    // Between requests with nothing of the next one read: nothing is in flight.
-    if (waiting_ && buffer_.size() == 0) close();
+    // Between requests with nothing of the next one read or waiting to be: nothing is in flight.
+    // The parser takes a body's bytes out of the buffer as it goes, so an empty buffer alone does
+    // not say that; and a client just taken from the backlog has sent what it sent, unread.
+    if (waiting_ && buffer_.size() == 0 && !(parser_ && parser_->got_some()) &&
+        !stream_.has_unread_input()) {
+      close();
+    }
   }
 
   void close() override { stream_.close(); }

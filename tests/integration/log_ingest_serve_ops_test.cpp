@@ -530,6 +530,42 @@ TEST(LogIngestServeOps, HttpClientThatReadsNoAnswerIsDisconnected) {
   EXPECT_EQ(accounting(service.log(), "drained").at("received"), 0U) << service.log();
 }
 
+// SIGTERM while a client is halfway through a POST's body: the drain waits for the rest, answers
+// the request and writes every line. (The parser takes a body's bytes out of the read buffer as it
+// goes: an empty buffer does not mean that nothing is in flight.)
+TEST(LogIngestServeOps, HttpDrainAnswersTheRequestInProgress) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("http-drain", ServiceSetup{.inputs_yaml = "  - {name: web, type: http, "
+                                                            "listen: \"127.0.0.1:0\"}\n"});
+  const std::uint16_t port = service.port("web");
+  std::string body;
+  for (int i = 0; i < 100; ++i) {
+    body += R"({"time":"2024-10-11T22:14:15Z","remote_addr":"10.0.0.1","method":"GET","path":"/)";
+    body += name("d", i) + R"(","status":200})" + "\n";
+  }
+  const std::string head =
+      "POST /ingest HTTP/1.1\r\nHost: test\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n";
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::address_v4::loopback(), port});
+  asio::write(socket, asio::buffer(head + body.substr(0, body.size() / 2)));
+  std::this_thread::sleep_for(300ms);  // the service has read the headers and half the body
+  service.child().send_signal(SIGTERM);
+  std::this_thread::sleep_for(500ms);  // it drains: a connection with nothing in flight is closed
+  boost::system::error_code error;
+  asio::write(socket, asio::buffer(body.substr(body.size() / 2)), error);
+  EXPECT_FALSE(error) << error.message();
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response, error);
+  EXPECT_FALSE(error) << "the request in progress got no answer: " << error.message();
+  EXPECT_EQ(response.result_int(), 200U);
+  EXPECT_EQ(response.body(), "{\"accepted\":100}\n");
+  EXPECT_EQ(service.child().wait(60s), 0) << service.log();
+  EXPECT_EQ(accounting(service.log(), "drained").at("written"), 100U) << service.log();
+}
+
 // SIGHUP re-reads the configuration: an input that did not change keeps its connection, a
 // removed one stops, a new one opens; an invalid file changes nothing and the service stays up.
 TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
