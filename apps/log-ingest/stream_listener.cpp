@@ -1,6 +1,8 @@
 // StreamListener: accepting, the connection limit, and the drain of stream inputs.
 #include "stream_listener.hpp"
 
+#include <cerrno>
+#include <chrono>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -13,10 +15,20 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using boost::system::error_code;
 
+namespace {
+
+bool out_of_resources(const error_code& error) {
+  if (error.category() != boost::system::system_category()) return false;
+  const int code = error.value();
+  return code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM;
+}
+
+}  // namespace
+
 StreamListener::StreamListener(asio::io_context& io, const InputConfig& config,
                                const LimitsConfig& limits, Ingress& ingress,
                                InputCounters& counters)
-    : ServiceInput(config, limits, ingress, counters), io_(io), acceptor_(io) {
+    : ServiceInput(config, limits, ingress, counters), io_(io), acceptor_(io), pause_(io) {
   if (config.tls.enabled()) tls_ = make_tls_context(config);
   const Endpoint endpoint = parse_endpoint(config.listen);
   const tcp::endpoint at(endpoint.address, endpoint.port);
@@ -43,10 +55,21 @@ void StreamListener::start() {
 }
 
 void StreamListener::accept() {
-  acceptor_.async_accept([this](const error_code& error, tcp::socket socket) {
+  acceptor_.async_accept([this, alive = std::weak_ptr<const bool>(alive_)](const error_code& error,
+                                                                           tcp::socket socket) {
+    if (alive.expired()) return;
     if (error) {
       if (!accepting_) return;
-      accept();  // a client that went away before it was accepted; EMFILE: try the next
+      if (out_of_resources(error)) {
+        // Out of descriptors or memory: accepting again at once would fail at once, and spin.
+        // The clients wait in the backlog meanwhile.
+        pause_.expires_after(std::chrono::milliseconds(100));
+        pause_.async_wait([this, alive](const error_code& paused) {
+          if (!alive.expired() && !paused && accepting_) accept();
+        });
+        return;
+      }
+      accept();  // a client that went away before it was accepted: try the next
       return;
     }
     adopt(std::move(socket));
@@ -76,6 +99,7 @@ void StreamListener::closed(StreamConnection* connection) {
 void StreamListener::stop_accepting() {
   if (!acceptor_.is_open()) return;
   accepting_ = false;
+  pause_.cancel();
   // Clients the kernel has already connected wait in the backlog, and may have sent data:
   // closing the listener would reset them. They are taken in, and drained like the others.
   error_code error;

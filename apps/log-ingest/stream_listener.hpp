@@ -18,6 +18,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "serve_config.hpp"
 #include "service_input.hpp"
@@ -63,7 +64,11 @@ class StreamListener : public ServiceInput {
   void adopt(boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& io_;
+  // What the handlers look at before they touch the listener: a reload may destroy it while its
+  // cancelled accept's handler is still queued.
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer pause_;  // out of descriptors: the next accept waits for it
   boost::asio::ip::tcp::endpoint bound_;
   std::unique_ptr<boost::asio::ssl::context> tls_;
   bool accepting_ = false;

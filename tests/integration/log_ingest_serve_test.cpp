@@ -3,6 +3,7 @@
 // on SIGTERM with /readyz, the drain timeout, and a second signal. Every test counts every message
 // and checks the accounting line the service logs. Loops are bounded; a watchdog ends a hang.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,10 +12,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -179,6 +182,55 @@ TEST(LogIngestServe, UdpDatagramsAreAllAccountedFor) {
   EXPECT_EQ(counts.at("received"), static_cast<std::uint64_t>(sent)) << service.log();
   EXPECT_EQ(counts.at("written") + counts.at("dropped"), static_cast<std::uint64_t>(sent));
   EXPECT_EQ(lines_of(service.records()).size(), counts.at("written"));
+}
+
+// CPU seconds a process has used, from /proc.
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i)
+    if (i >= 14) ticks += std::stod(field);  // utime, stime
+  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Out of file descriptors (its limit lowered to what it holds and four more), the service does not
+// retry the failing accept at once, which would spin: it waits, using next to no CPU, while the
+// clients wait in the backlog; once it may open descriptors again, every message is written.
+TEST(LogIngestServe, OutOfDescriptorsItWaitsRatherThanSpins) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("descriptors", "");
+  const std::uint16_t port = service.port("syslog_tcp");
+  const pid_t pid = service.child().pid();
+  std::size_t held = 0;
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    (void)entry;
+    ++held;
+  }
+  rlimit before{};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, nullptr, &before), 0);
+  const rlimit lowered{.rlim_cur = held + 4, .rlim_max = before.rlim_max};
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &lowered, nullptr), 0);
+  constexpr int clients_count = 20;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int c = 0; c < clients_count; ++c) {
+    clients.push_back(std::make_unique<Client>(port));
+    ASSERT_TRUE(clients.back()->send(syslog_message(name("fd-", c)) + "\n"));
+  }
+  std::this_thread::sleep_for(300ms);
+  const double start = cpu_seconds(pid);
+  std::this_thread::sleep_for(1s);
+  // Retrying at once keeps a core busy (2 CPU seconds a second, both I/O threads, before).
+  EXPECT_LT(cpu_seconds(pid) - start, 0.5) << "the service spins on the failing accept";
+  ASSERT_EQ(::prlimit(pid, RLIMIT_NOFILE, &before, nullptr), 0);
+  std::this_thread::sleep_for(500ms);  // it accepts the clients in the backlog
+  clients.clear();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), std::uint64_t{clients_count}) << service.log();
+  EXPECT_EQ(counts.at("written"), std::uint64_t{clients_count});
 }
 
 // SIGTERM drains: no new connections, /readyz 503, but a connected client's messages, even those
