@@ -129,9 +129,17 @@ struct FileTailer::File {
 
 FileTailer::FileTailer(TailOptions options, const Input& input,
                        std::vector<CheckpointEntry> restored)
-    : options_(std::move(options)), input_(input), restored_(std::move(restored)) {
+    : options_(std::move(options)), input_(input) {
   options_.fingerprint_bytes = std::max<std::size_t>(options_.fingerprint_bytes, 1);
+  restore(std::move(restored));
+}
+
+void FileTailer::restore(std::vector<CheckpointEntry> entries) {
+  restored_ = std::move(entries);
   claimed_.assign(restored_.size(), false);
+  restored_by_inode_.clear();
+  restored_by_fingerprint_.clear();
+  longest_restored_ = 0;
   for (std::size_t i = 0; i < restored_.size(); ++i) {
     restored_by_inode_.emplace(InodeKey{restored_[i].device, restored_[i].inode}, i);
     restored_by_fingerprint_.emplace(restored_[i].fingerprint, i);
@@ -146,6 +154,7 @@ void FileTailer::track(const std::string& path, Clock::time_point now, std::vect
   if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return;
   const auto device = static_cast<std::uint64_t>(status.st_dev);
   const auto inode = static_cast<std::uint64_t>(status.st_ino);
+  if (!restored_.empty()) listed_.insert(InodeKey{device, inode});
   if (const auto known = by_inode_.find(InodeKey{device, inode}); known != by_inode_.end()) {
     File* const file = known->second;
     file->seen = true;
@@ -370,6 +379,7 @@ void FileTailer::scan(Clock::time_point now) {
     exclude.emplace_back(pattern);
   for (auto& file : files_)
     file->seen = false;
+  listed_.clear();
   const FoundFiles found = find_files(include, exclude, options_.max_files);
   if (found.truncated) stats_.glob_truncated.fetch_add(1, std::memory_order_relaxed);
   std::vector<File*> fresh;
@@ -586,10 +596,16 @@ void FileTailer::release_idle(Clock::time_point now) {
   }
   if (any) std::erase_if(files_, forgotten);
   if (!first_scan_ && !restored_.empty() && now - first_scan_at_ >= options_.rotate_wait) {
-    restored_.clear();
-    claimed_.clear();
-    restored_by_inode_.clear();
-    restored_by_fingerprint_.clear();
+    // rotate_wait after the first look, a restored entry is let go once a file took it or no
+    // path the globs list has its inode. One whose file is listed but not taken in yet (past
+    // max_open_files, or its first line unfinished) stays, and is saved, until it is.
+    std::vector<CheckpointEntry> kept;
+    for (std::size_t i = 0; i < restored_.size(); ++i) {
+      const CheckpointEntry& e = restored_[i];
+      if (!claimed_[i] && listed_.contains(InodeKey{e.device, e.inode})) kept.push_back(e);
+    }
+    if (kept.size() != restored_.size()) restore(std::move(kept));
+    if (restored_.empty()) listed_.clear();
   }
 }
 

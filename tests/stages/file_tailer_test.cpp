@@ -208,6 +208,27 @@ TEST_F(FileTailerTest, AfterARotationWhileDownEachFileTakesItsOwnInodesEntry) {
   EXPECT_EQ(out.lines["# a header line"], 1);  // the new file's
 }
 
+// A file the globs list but that could not be opened yet (here: past max_open_files, until the
+// other file is closed as idle) keeps its checkpoint past rotate_wait, and goes on from it.
+TEST_F(FileTailerTest, AFileOpenedLateStillGoesOnFromItsCheckpoint) {
+  append_lines("a.log", "a-", 0, 50);
+  append_lines("b.log", "b-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  append_lines("b.log", "b-", 50, 60);
+  TailOptions late = options();
+  late.max_open_files = 1;
+  late.close_idle = 2s;  // after rotate_wait (1 s)
+  FileTailer again(late, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  now = settle(again, out, now + 3s);  // a.log closed as idle, b.log opened
+  (void)settle(again, out, now + 3s);
+  EXPECT_TRUE(out.each_once("b-", 50, 60));
+  EXPECT_EQ(out.lines.count("b-0"), 0U) << "b.log was read again from its beginning";
+  EXPECT_EQ(out.lines.count("a-0"), 0U);
+}
+
 // A rotated file is read to its last byte before it is let go, and the new file at its path is
 // read from its beginning.
 TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {

@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "conveyor/stages/checkpoint_file.hpp"
@@ -124,7 +125,10 @@ class FileTailer {
   std::unordered_multimap<InodeKey, std::size_t, InodeHash> restored_by_inode_;
   std::unordered_multimap<std::uint64_t, std::size_t> restored_by_fingerprint_;
   std::size_t longest_restored_ = 0;  // the longest fingerprint among them
-  std::size_t open_files_ = 0;        // descriptors the files hold; declared before them
+  // While restored entries are left: the inodes at the paths the last look listed.
+  std::unordered_set<InodeKey, InodeHash> listed_;
+  void restore(std::vector<CheckpointEntry> entries);
+  std::size_t open_files_ = 0;  // descriptors the files hold; declared before them
   std::vector<std::unique_ptr<File>> files_;
   std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
   std::unordered_multimap<std::uint64_t, File*> by_fingerprint_;
