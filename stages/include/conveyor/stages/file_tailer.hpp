@@ -99,6 +99,8 @@ class FileTailer {
   // With `by_inode_only`, a file that no restored entry of its own inode matches stays waiting.
   bool identify(File& file, Clock::time_point now, bool by_inode_only = false);
   void adopt(File& file);
+  // The restored entries, none taken yet, and their indexes.
+  void restore(std::vector<CheckpointEntry> entries);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
@@ -127,7 +129,6 @@ class FileTailer {
   std::size_t longest_restored_ = 0;  // the longest fingerprint among them
   // While restored entries are left: the inodes at the paths the last look listed.
   std::unordered_set<InodeKey, InodeHash> listed_;
-  void restore(std::vector<CheckpointEntry> entries);
   std::size_t open_files_ = 0;  // descriptors the files hold; declared before them
   std::vector<std::unique_ptr<File>> files_;
   std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
