@@ -172,7 +172,8 @@ class HttpConnection final : public StreamConnection,
                       [self = shared_from_this(), keep](const error_code& error, std::size_t) {
                         self->writing_ = false;
                         self->disarm_idle();
-                        if (error || !keep) {
+                        // The drain may have begun while the answer was written.
+                        if (error || !keep || self->draining_) {
                           self->end();
                         } else {
                           self->read_request();
