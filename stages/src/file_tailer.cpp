@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 #include <utility>
 
@@ -397,22 +398,51 @@ void FileTailer::scan(Clock::time_point now) {
   }
   // A live file that no look found at its path any more was renamed away or deleted: it is read
   // to its end. One that was never read from is let go at once.
+  std::vector<File*> closed_away;
   for (auto& file : files_) {
     if (file->seen) continue;
     if (file->state == File::State::live) {
       stats_.rotations.fetch_add(1, std::memory_order_relaxed);
       file->state = File::State::detached;
       file->unseen_since = now;
+      if (file->fd < 0) closed_away.push_back(file.get());
     } else if (file->state == File::State::waiting || file->state == File::State::copy) {
       file->state = File::State::detached;
       file->ledger = nullptr;
       file->close();
     }
   }
+  reopen_renamed(closed_away);
   if (first_scan_) first_scan_at_ = now;
   first_scan_ = false;
   last_scan_ = now;
   scan_due_ = false;
+}
+
+void FileTailer::reopen_renamed(const std::vector<File*>& files) {
+  // Closed while idle, a file may have been renamed out of the globs with lines written to it
+  // since (logrotate renames within the directory, and the program writes on until it reopens).
+  // Found by its inode in its directory, it is opened again and read to its end. One directory
+  // listing serves every such file in it.
+  std::unordered_map<std::string, std::unordered_map<InodeKey, std::string, InodeHash>> listings;
+  for (File* file : files) {
+    const std::string directory = fs::path(file->path).parent_path().string();
+    auto [listing, fresh] = listings.try_emplace(directory);
+    if (fresh) {
+      std::error_code error;
+      for (fs::directory_iterator it(directory, error), end; !error && it != end;
+           it.increment(error)) {
+        struct stat status {};
+        if (::stat(it->path().c_str(), &status) != 0 || !S_ISREG(status.st_mode)) continue;
+        listing->second.emplace(InodeKey{static_cast<std::uint64_t>(status.st_dev),
+                                         static_cast<std::uint64_t>(status.st_ino)},
+                                it->path().string());
+      }
+    }
+    const auto found = listing->second.find(InodeKey{file->device, file->inode});
+    if (found != listing->second.end() && file->open_path(found->second))
+      file->path = found->second;
+  }
 }
 
 std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_point now,

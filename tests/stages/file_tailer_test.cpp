@@ -229,6 +229,24 @@ TEST_F(FileTailerTest, AFileOpenedLateStillGoesOnFromItsCheckpoint) {
   EXPECT_EQ(out.lines.count("a-0"), 0U);
 }
 
+// Closed while idle, then written to and renamed out of the globs before a look saw it grow (as
+// logrotate renames a quiet log, and its program writes on until it reopens): found again by its
+// inode in its directory, and read to its end.
+TEST_F(FileTailerTest, AFileClosedAsIdleAndRenamedAwayIsReadToItsEnd) {
+  append_lines("a.log", "a-", 0, 10);
+  TailOptions tail = options();
+  tail.close_idle = 1s;
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  append_lines("a.log", "a-", 10, 20);
+  fs::rename(path("a.log"), path("a.log.1"));
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("a-", 0, 20));
+}
+
 // A rotated file is read to its last byte before it is let go, and the new file at its path is
 // read from its beginning.
 TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {

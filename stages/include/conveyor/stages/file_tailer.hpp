@@ -99,6 +99,8 @@ class FileTailer {
   // With `by_inode_only`, a file that no restored entry of its own inode matches stays waiting.
   bool identify(File& file, Clock::time_point now, bool by_inode_only = false);
   void adopt(File& file);
+  // Detached files that were closed as idle: opened again where they were renamed to.
+  void reopen_renamed(const std::vector<File*>& files);
   // The restored entries, none taken yet, and their indexes.
   void restore(std::vector<CheckpointEntry> entries);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
