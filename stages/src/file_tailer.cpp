@@ -629,12 +629,19 @@ void FileTailer::release_idle(Clock::time_point now) {
     // rotate_wait after the first look, a restored entry is let go once a file took it or no
     // path the globs list has its inode. One whose file is listed but not taken in yet (past
     // max_open_files, or its first line unfinished) stays, and is saved, until it is.
-    std::vector<CheckpointEntry> kept;
-    for (std::size_t i = 0; i < restored_.size(); ++i) {
-      const CheckpointEntry& e = restored_[i];
-      if (!claimed_[i] && listed_.contains(InodeKey{e.device, e.inode})) kept.push_back(e);
+    const auto keeps = [&](std::size_t i) {
+      return !claimed_[i] && listed_.contains(InodeKey{restored_[i].device, restored_[i].inode});
+    };
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < restored_.size(); ++i)
+      kept += keeps(i) ? 1 : 0;
+    if (kept != restored_.size()) {  // at each poll: copied only when one goes
+      std::vector<CheckpointEntry> entries;
+      entries.reserve(kept);
+      for (std::size_t i = 0; i < restored_.size(); ++i)
+        if (keeps(i)) entries.push_back(restored_[i]);
+      restore(std::move(entries));
     }
-    if (kept.size() != restored_.size()) restore(std::move(kept));
     if (restored_.empty()) listed_.clear();
   }
 }
