@@ -1,5 +1,6 @@
 // Stress tests for conveyor::sync::MpmcBoundedQueue: millions of items through 1:1, 1:4, 4:1 and
-// 4:4 producers and consumers, with every form of push and pop, counted and checksummed, and many
+// 4:4 producers and consumers, with every form of push and pop (timed pushes that often give up
+// among blocking ones), counted and checksummed, and many
 // short runs that end with close() or abort() at a random point.
 #include <gtest/gtest.h>
 
@@ -24,7 +25,13 @@ using conveyor::testing::stress_items;
 using conveyor::testing::Tracked;
 using conveyor::testing::Watchdog;
 
-enum class Form { blocking, polling, bulk, mixed };
+enum class Form {
+  blocking,
+  polling,
+  bulk,
+  mixed,
+  timed,  // producers: every other one pushes with short timeouts, again until it goes in
+};
 
 // An item names its producer in the high bits and its sequence number in the low bits.
 constexpr int producer_shift = 48;
@@ -72,6 +79,7 @@ void run(std::size_t producers, std::size_t consumers, std::size_t capacity, For
       switch (form_of(form, c)) {
         case Form::blocking:
         case Form::mixed:
+        case Form::timed:
           while (auto item = queue.pop())
             mine.add(*item);
           break;
@@ -120,6 +128,19 @@ void run(std::size_t producers, std::size_t consumers, std::size_t capacity, For
               std::this_thread::yield();
           }
           break;
+        case Form::timed: {
+          std::mt19937 random(static_cast<unsigned>(200 + p));
+          for (std::uint64_t i = 0; i < per_producer; ++i) {
+            std::uint64_t item = make_item(p, i);
+            if (p % 2 == 1) {
+              ASSERT_TRUE(queue.push(item));
+              continue;
+            }
+            while (!queue.try_push_for(item, std::chrono::microseconds(random() % 50)))
+              ASSERT_FALSE(queue.closed());
+          }
+          break;
+        }
         case Form::bulk: {
           std::mt19937 random(static_cast<unsigned>(100 + p));
           std::vector<std::uint64_t> batch;
@@ -193,6 +214,9 @@ TEST(MpmcBoundedQueueStress, BulkFormsTwoToTwo) {
 }
 TEST(MpmcBoundedQueueStress, MixedFormsFourToFour) {
   run(4, 4, 16, Form::mixed, stress_items());
+}
+TEST(MpmcBoundedQueueStress, TimedAndBlockingPushesFourToTwo) {
+  run(4, 2, 2, Form::timed, stress_items());
 }
 
 // Many short runs with two producers and two consumers in which one producer ends the stream at a

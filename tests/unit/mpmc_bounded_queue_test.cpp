@@ -1,5 +1,6 @@
 // Unit tests for what conveyor::sync::MpmcBoundedQueue adds to the BoundedQueue contract: many
-// producers and consumers blocked at once, all woken by close or abort. The contract the two queues
+// producers and consumers blocked at once, all woken by close or abort, and the timed push. The
+// contract the two queues
 // share is tested for both in bounded_queue_test.cpp.
 #include "conveyor/sync/mpmc_bounded_queue.hpp"
 
@@ -64,6 +65,63 @@ TEST_F(MpmcBoundedQueueTest, AbortWakesEveryBlockedProducerAndConsumer) {
     thread.join();
   EXPECT_EQ(full.pop(), std::nullopt);
   EXPECT_EQ(Tracked::alive(), 0);
+}
+
+TEST_F(MpmcBoundedQueueTest, TimedPushLeavesItsValueOnTimeoutAndPushesOnceThereIsRoom) {
+  Watchdog watchdog;
+  MpmcBoundedQueue<Tracked> queue(1);
+  queue.push(Tracked(1));
+  Tracked value(2);
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_FALSE(queue.try_push_for(value, 20ms));
+  EXPECT_GE(std::chrono::steady_clock::now() - before, 20ms);
+  EXPECT_EQ(value.value(), 2);  // not moved from
+  EXPECT_FALSE(queue.closed());
+  std::thread consumer([&] {
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(queue.pop()->value(), 1);
+  });
+  EXPECT_TRUE(queue.try_push_for(value, 60s));
+  consumer.join();
+  EXPECT_EQ(queue.pop()->value(), 2);
+}
+
+TEST_F(MpmcBoundedQueueTest, TimedPushFailsOnceClosedAndCloseWakesIt) {
+  Watchdog watchdog;
+  MpmcBoundedQueue<Tracked> queue(1);
+  queue.push(Tracked(1));
+  Tracked value(2);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(20ms);
+    queue.close();
+  });
+  EXPECT_FALSE(queue.try_push_for(value, 60s));  // woken by the close, long before its timeout
+  closer.join();
+  EXPECT_TRUE(queue.closed());
+  EXPECT_EQ(value.value(), 2);
+  EXPECT_FALSE(queue.try_push_for(value, 0ms));
+}
+
+// A timed push that gives up takes itself off the producers' waiter count: the blocked push that
+// shares it is still woken by the next free cell, and no free cell is given to nobody.
+TEST_F(MpmcBoundedQueueTest, TimedPushesThatGiveUpTakeNoWakeUpFromABlockedPush) {
+  Watchdog watchdog;
+  MpmcBoundedQueue<Tracked> queue(1);
+  queue.push(Tracked(1));
+  std::atomic<bool> blocked_pushed{false};
+  std::thread blocked([&] {
+    EXPECT_TRUE(queue.push(Tracked(2)));
+    blocked_pushed.store(true);
+  });
+  Tracked value(3);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_FALSE(queue.try_push_for(value, 1ms));
+  EXPECT_FALSE(blocked_pushed.load());
+  EXPECT_EQ(queue.pop()->value(), 1);  // room for one: the blocked push takes it
+  blocked.join();
+  EXPECT_EQ(queue.pop()->value(), 2);
+  EXPECT_TRUE(queue.try_push_for(value, 0ms));
+  EXPECT_EQ(queue.pop()->value(), 3);
 }
 
 }  // namespace

@@ -5,8 +5,9 @@
 //   T is nothrow move constructible and destructible; no default constructor or assignment needed.
 //   The destructor destroys what is still queued; no call may be in progress then.
 // - push blocks while full, and returns false (dropping its value) once closed or aborted.
-//   try_push never blocks and moves only when true. push_bulk returns how many went in (only
-//   those were moved from).
+//   try_push never blocks and moves only when true; try_push_for waits at most about `timeout`
+//   (steady clock) for room, and moves only when true (false on timeout, or once closed: tell
+//   them apart with closed()). push_bulk returns how many went in (only those were moved from).
 // - pop blocks while empty. After close() consumers drain what is left, then all get nullopt;
 //   after abort(), nullopt at once. try_pop never blocks. pop_bulk (max >= 1) waits for an item or
 //   the end; 0 only at the end. Items leave in the order their pushes claimed slots (with several
@@ -21,11 +22,14 @@
 // the run. close()'s seq_cst fetch_or of the closed bit pairs with the acquire loads of `enqueue_`;
 // abort() stores `aborted_` before it closes. Sleeping is a seq_cst Dekker pairing: a waiter adds
 // itself to its side's waiter count, then re-checks; a waker stores (or closes), then reads it.
+// A waiter that leaves without being woken (its re-check saw room, or its wait timed out) takes
+// itself off the count, or, if a waker already did, takes the token that waker releases for it.
 // Design notes: docs/design/sync-primitives.md#mpmcboundedqueue.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -92,6 +96,25 @@ class MpmcBoundedQueue {
     fill(position, value);
     wake(consumers_waiting_, items_, 1);
     return true;
+  }
+
+  template <class Rep, class Period>
+  [[nodiscard]] bool try_push_for(T& value, const std::chrono::duration<Rep, Period>& timeout) {
+    const std::chrono::steady_clock::time_point deadline = detail::deadline_after(timeout);
+    for (;;) {
+      std::uint64_t position = 0;
+      switch (claim_for_push(position, 1)) {
+        case Claim::claimed:
+          fill(position, value);
+          wake(consumers_waiting_, items_, 1);
+          return true;
+        case Claim::ended:
+          return false;
+        case Claim::none:
+          if (!wait_for_space_until(deadline)) return try_push(value);  // a last look
+          break;
+      }
+    }
   }
 
   std::optional<T> pop() {
@@ -292,6 +315,22 @@ class MpmcBoundedQueue {
       return;
     }
     free_slots_.acquire();
+  }
+
+  // wait_for_space, but false once `deadline` passed without a wake-up.
+  bool wait_for_space_until(std::chrono::steady_clock::time_point deadline) {
+    if (producer_spin_.spin([this] { return space_or_end(std::memory_order_relaxed); }))
+      return true;
+    // seq_cst: as in wait_for_space.
+    producers_waiting_.fetch_add(1, std::memory_order_seq_cst);
+    if (space_or_end(std::memory_order_seq_cst)) {
+      withdraw(producers_waiting_, free_slots_);
+      return true;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now < deadline && free_slots_.try_acquire_for(deadline - now)) return true;
+    withdraw(producers_waiting_, free_slots_);
+    return false;
   }
 
   bool space_or_end(std::memory_order order) const noexcept {
