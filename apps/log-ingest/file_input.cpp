@@ -5,6 +5,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <condition_variable>
@@ -255,17 +256,27 @@ void FileInput::follow() {
                                          std::memory_order_relaxed);
     counters_.bytes.store(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
   };
-  const auto emit = [this](stages::Chunk&& chunk) {
+  const auto emit = [&](stages::Chunk&& chunk) {
     AckToken token =
         chunk.ack;  // failed if the Ingress refuses the chunk, so that it is read again
     Delivery delivery;
     delivery.messages = lines_in(chunk);
     delivery.chunk = std::move(chunk);
-    if (!ingress_.push(std::move(delivery), counters_)) {
-      token.fail();
-      return false;
+    // The checkpoint is saved on time within a poll too, and while the queue is full (catching
+    // up, the outputs slower than the files grow): what the outputs write meanwhile is not read
+    // again after a crash. Saved only between polls, it would lag by a whole poll's reads.
+    save_if_due();
+    for (;;) {
+      const auto due = last_save + file.checkpoint_interval - Clock::now();
+      const auto wait = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(due),
+                                 std::chrono::milliseconds(1));
+      if (ingress_.try_push_for(delivery, counters_, wait)) return true;
+      if (ingress_.closed()) {
+        token.fail();
+        return false;
+      }
+      save_if_due();
     }
-    return true;
   };
 
   DirectoryWatch watch(file.inotify);

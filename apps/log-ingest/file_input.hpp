@@ -5,9 +5,10 @@
 // - inotify on the files' directories wakes it when they change; without inotify (or for changes
 //   it does not report) it looks every 100 ms, and for new files every glob_interval.
 // - The checkpoint holds, for each file, the offset up to which every line was written by the
-//   outputs (the chunks' ack tokens); it is saved every checkpoint_interval when it changed, and
-//   once more after a clean stop, when everything read was written. So after SIGTERM a restart
-//   repeats nothing; after a kill, at most what was written since the last save comes again.
+//   outputs (the chunks' ack tokens); it is saved every checkpoint_interval when it changed (also
+//   in the middle of a read, and while it waits for room), and once more after a clean stop, when
+//   everything read was written. So after SIGTERM a restart repeats nothing; after a kill, at most
+//   what was written since the last save comes again.
 // - A checkpoint that is empty or damaged at startup is set aside as `.corrupt`, and the input
 //   starts as if it had none (every file from its beginning: lines may repeat, none is lost).
 //

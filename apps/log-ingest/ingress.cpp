@@ -23,6 +23,14 @@ bool Ingress::push(Delivery&& delivery, InputCounters& counters) {
   return true;
 }
 
+bool Ingress::try_push_for(Delivery& delivery, InputCounters& counters,
+                           std::chrono::milliseconds timeout) {
+  const std::uint64_t messages = delivery.messages;
+  if (!queue_.try_push_for(delivery, timeout)) return false;
+  InputCounters::add(counters.received, messages);
+  return true;
+}
+
 void Ingress::drop(const Delivery& delivery, InputCounters& counters) noexcept {
   InputCounters::add(counters.received, delivery.messages);
   InputCounters::add(counters.dropped, delivery.messages);

@@ -14,7 +14,8 @@
 // - Counting: a message counts as received when its chunk enters the queue, or as received and
 //   dropped when `drop` gives its chunk up (UDP, on a full queue). The identity the service
 //   reports, received = written + rejected + filtered + dropped, rests on this.
-// - Ingress: any thread may push (try_push, or push, which waits for room); one thread pops.
+// - Ingress: any thread may push (try_push; push, which waits for room; try_push_for, which waits
+//   for a while); one thread pops.
 //   After close(), pushes fail and pop drains what is left, then returns nullopt.
 // - Joining: pop returns the next chunk joined with the chunks of the same input queued behind it,
 //   up to `join_bytes` of text, in their order. Under load the queue holds one small chunk per
@@ -27,6 +28,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -97,6 +99,11 @@ class Ingress {
   [[nodiscard]] bool try_push(Delivery& parcel, InputCounters& counters);
   // Waits for room; false once closed.
   bool push(Delivery&& parcel, InputCounters& counters);
+  // Waits at most about `timeout` for room: true, and `parcel` counted as received; false (timed
+  // out, or closed: see closed()), untouched.
+  [[nodiscard]] bool try_push_for(Delivery& parcel, InputCounters& counters,
+                                  std::chrono::milliseconds timeout);
+  [[nodiscard]] bool closed() const noexcept { return queue_.closed(); }
   // Gives `parcel` up: its messages count as received and dropped.
   static void drop(const Delivery& parcel, InputCounters& counters) noexcept;
 

@@ -19,8 +19,8 @@
 //   acknowledged (or restored) offset. Restored entries resume their files exactly.
 // - At most `max_open_files` descriptors are open.
 // - One thread calls poll, rescan and checkpoint; stats() may be read from any thread. `emit` may
-//   block; when it returns false the tailer stops reading for this poll, and the chunk's token
-//   must have been failed by whoever dropped it.
+//   block, and may call checkpoint() while it waits; when it returns false the tailer stops
+//   reading for this poll, and the chunk's token must have been failed by whoever dropped it.
 #pragma once
 
 #include <atomic>

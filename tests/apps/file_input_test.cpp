@@ -1,0 +1,80 @@
+// log-ingest serve's file input against an Ingress that the test drains by hand: the checkpoint
+// keeps up with what the outputs finished, even while the input waits for room.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "conveyor/stages/checkpoint_file.hpp"
+#include "file_input.hpp"
+#include "ingress.hpp"
+#include "serve_config.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using conveyor::log_ingest::FileInput;
+using conveyor::log_ingest::Ingress;
+using conveyor::log_ingest::InputConfig;
+using conveyor::log_ingest::InputCounters;
+using conveyor::log_ingest::InputType;
+using conveyor::log_ingest::LimitsConfig;
+using namespace std::chrono_literals;
+
+// The offset the checkpoint holds for its one file, once it holds one.
+std::optional<std::uint64_t> checkpointed(const std::string& path) {
+  const conveyor::stages::CheckpointLoad loaded = conveyor::stages::CheckpointFile(path).load();
+  if (loaded.entries.size() != 1) return std::nullopt;
+  return loaded.entries.front().offset;
+}
+
+// The queue holds one chunk and the test takes one, so the input waits to push a chunk of its
+// first read of the file, long before it has read it all: the chunk taken, once written, is in the
+// checkpoint all the same, without the test taking any more.
+TEST(FileInput, SavesItsCheckpointWhileItWaitsForRoom) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-file-input-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "logs");
+  {
+    std::ofstream log(dir / "logs" / "a.log");
+    for (int i = 0; i < 40'000; ++i)  // about 3 MB: a dozen chunks
+      log << "<13>Jun  1 00:00:00 host app: line " << i << " of a file read in many chunks\n";
+  }
+  InputConfig config;
+  config.name = "app";
+  config.type = InputType::file;
+  config.file.include = {(dir / "logs" / "*.log").string()};
+  config.file.checkpoint_interval = 20ms;
+  Ingress ingress(1);
+  InputCounters counters("app");
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    std::optional<conveyor::stages::Chunk> first = ingress.pop();
+    ASSERT_TRUE(first.has_value());
+    const std::uint64_t end = first->offset + first->text.size();
+    first.reset();  // written: its token settles
+    std::optional<std::uint64_t> saved;
+    for (int i = 0; i < 1000 && saved.value_or(0) < end; ++i) {
+      std::this_thread::sleep_for(10ms);
+      saved = checkpointed(input.checkpoint_path());
+    }
+    EXPECT_EQ(saved, end);
+    EXPECT_LT(end, fs::file_size(dir / "logs" / "a.log"));
+    EXPECT_FALSE(input.finished());
+    ingress.close();  // the input stops waiting for room
+    input.stop_accepting();
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
