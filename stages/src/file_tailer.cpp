@@ -93,7 +93,8 @@ struct FileTailer::File {
   std::uint64_t start = 0;        // the offset committed before any acknowledgement
   std::uint64_t unread_lost = 0;  // parked: bytes known to be there, unread, when truncated
   std::unique_ptr<detail::LineAssembler> assembler;
-  // gzip: inflated from the start, once; `skip` bytes were handed out before a restart.
+  // gzip: inflated from the start, once, through `fd` (the stream owns it then); `skip` bytes
+  // were handed out before a restart.
   std::unique_ptr<detail::ByteStream> gzip;
   std::uint64_t skip = 0;
   bool complete = false;
@@ -117,7 +118,11 @@ struct FileTailer::File {
   }
   void close() {
     if (fd < 0) return;
-    ::close(fd);
+    if (gzip) {
+      gzip.reset();  // closes the descriptor
+    } else {
+      ::close(fd);
+    }
     fd = -1;
     --open_count;
   }
@@ -163,8 +168,10 @@ void FileTailer::track(const std::string& path, Clock::time_point now, std::vect
     if (file->state == File::State::detached) {  // back under the globs
       file->state = file->assembler ? File::State::live : File::State::waiting;
     }
-    // Closed while idle (or detached): opened again once it has something to read.
-    if (file->fd < 0 && static_cast<std::uint64_t>(status.st_size) != file->size_seen &&
+    // Closed while idle (or detached): opened again once it has something to read; a compressed
+    // file, read once, never is.
+    if (file->fd < 0 && !file->complete &&
+        static_cast<std::uint64_t>(status.st_size) != file->size_seen &&
         open_files_ < options_.max_open_files) {
       (void)file->open_path(path);
     }
@@ -301,12 +308,10 @@ void FileTailer::unindex(File& file) {
 void FileTailer::adopt(File& file) {
   file.position = file.start;
   if (head_of(file.fd, 2) == "\x1f\x8b") {
-    // A compressed file (a rotated *.gz): read once, from its start, never followed.
-    const int fd = ::fcntl(file.fd, F_DUPFD_CLOEXEC, 0);
-    if (fd >= 0) {
-      file.gzip = std::make_unique<detail::ByteStream>(fd, file.path, -1);
-      file.skip = file.start;
-    }
+    // A compressed file (a rotated *.gz): read once, from its start, never followed. The stream
+    // reads the file's one descriptor (its other readers use pread, at no offset).
+    file.gzip = std::make_unique<detail::ByteStream>(file.fd, file.path, -1);
+    file.skip = file.start;
   }
   // Line numbers are known only when reading from the beginning.
   file.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes,
@@ -405,7 +410,7 @@ void FileTailer::scan(Clock::time_point now) {
       stats_.rotations.fetch_add(1, std::memory_order_relaxed);
       file->state = File::State::detached;
       file->unseen_since = now;
-      if (file->fd < 0) closed_away.push_back(file.get());
+      if (file->fd < 0 && !file->complete) closed_away.push_back(file.get());
     } else if (file->state == File::State::waiting || file->state == File::State::copy) {
       file->state = File::State::detached;
       file->ledger = nullptr;
@@ -588,9 +593,13 @@ void FileTailer::release_idle(Clock::time_point now) {
         }
         break;
       case File::State::live:
-        // Idle and read to its end: closed, and opened again by a look that finds it grown.
-        if (file->fd >= 0 && !file->gzip && file->assembler && file->assembler->carried() == 0 &&
-            now - file->last_growth >= options_.close_idle && file->position >= size_of(file->fd)) {
+        // Idle and read to its end: closed, and opened again by a look that finds it grown. A
+        // compressed file is closed once read: it is never followed.
+        if (file->fd >= 0 && file->gzip) {
+          if (file->complete) file->close();
+        } else if (file->fd >= 0 && file->assembler && file->assembler->carried() == 0 &&
+                   now - file->last_growth >= options_.close_idle &&
+                   file->position >= size_of(file->fd)) {
           file->close();
         }
         break;

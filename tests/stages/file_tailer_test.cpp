@@ -6,7 +6,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -500,6 +502,49 @@ TEST_F(FileTailerTest, AGzipFileIsReadOnceWhole) {
   Collected out;
   (void)settle(again, out, Clock::now());
   EXPECT_TRUE(out.lines.empty());
+}
+
+// Compressed files, more of them than max_open_files: each takes one descriptor while it is read
+// and gives it back once read, so every one is read and so is the plain file after them.
+TEST_F(FileTailerTest, CompressedFilesGiveTheirDescriptorBackOnceRead) {
+  constexpr int files = 6;
+  for (int f = 0; f < files; ++f) {
+    gzFile out = ::gzopen(path("old.log." + std::to_string(f) + ".gz").c_str(), "wb");
+    ASSERT_NE(out, nullptr);
+    for (int i = 0; i < 1000; ++i) {
+      const std::string line = "z" + std::to_string(f) + "-" + std::to_string(i) + "\n";
+      ASSERT_EQ(::gzwrite(out, line.data(), static_cast<unsigned>(line.size())),
+                static_cast<int>(line.size()));
+    }
+    ::gzclose(out);
+  }
+  append("zz.log", "plain-0\n");  // after them in path order
+  TailOptions tail = options({path("*.gz"), path("*.log")});
+  tail.max_open_files = 2;
+  const auto descriptors = [] {
+    std::uint64_t count = 0;
+    for ([[maybe_unused]] const auto& entry : fs::directory_iterator("/proc/self/fd"))
+      ++count;
+    return count;
+  };
+  const std::uint64_t baseline = descriptors();
+  std::uint64_t most_open = 0;
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  const FileTailer::Emit collect = out.emit();
+  const FileTailer::Emit counting = [&](Chunk&& chunk) {
+    most_open = std::max(most_open, descriptors() - baseline);
+    return collect(std::move(chunk));
+  };
+  Clock::time_point now = Clock::now();
+  for (int round = 0; round < 200 && out.lines.count("plain-0") == 0; ++round)
+    (void)tailer.poll(counting, now += 10ms);
+  for (int f = 0; f < files; ++f)
+    EXPECT_TRUE(out.each_once("z" + std::to_string(f) + "-", 0, 1000)) << f;
+  EXPECT_EQ(out.lines.count("plain-0"), 1U);
+  EXPECT_LE(most_open, 2U + 1);                     // the cap, and the directory listing's own
+  EXPECT_LE(tailer.stats().open_files.load(), 1U);  // the plain file's
+  EXPECT_EQ(tailer.stats().files.load(), static_cast<std::uint64_t>(files + 1));
 }
 
 // 10,000 files under one glob: every line is read, no more than max_open_files descriptors are

@@ -17,7 +17,7 @@
 //   unread, with no copy within `rotate_wait`, are counted in `lost_truncated_bytes`.
 // - Each chunk carries a token of its file's AckLedger; checkpoint() gives each file's
 //   acknowledged (or restored) offset. Restored entries resume their files exactly.
-// - At most `max_open_files` descriptors are open.
+// - At most `max_open_files` descriptors are open; a compressed file gives its back once read.
 // - One thread calls poll, rescan and checkpoint; stats() may be read from any thread. `emit` may
 //   block, and may call checkpoint() while it waits; when it returns false the tailer stops
 //   reading for this poll, and the chunk's token must have been failed by whoever dropped it.
