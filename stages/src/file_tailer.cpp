@@ -401,6 +401,7 @@ void FileTailer::scan(Clock::time_point now) {
   for (File* file : fresh) {
     if (file->state == File::State::waiting) (void)identify(*file, now);
   }
+  if (first_scan_ && !restored_.empty()) recover_renamed(now);
   // A live file that no look found at its path any more was renamed away or deleted: it is read
   // to its end. One that was never read from is let go at once.
   std::vector<File*> closed_away;
@@ -424,29 +425,62 @@ void FileTailer::scan(Clock::time_point now) {
   scan_due_ = false;
 }
 
+const FileTailer::Listing& FileTailer::listing(std::unordered_map<std::string, Listing>& listings,
+                                               const std::string& directory) {
+  auto [entry, fresh] = listings.try_emplace(directory);
+  if (fresh) {
+    std::error_code error;
+    for (fs::directory_iterator it(directory, error), end; !error && it != end;
+         it.increment(error)) {
+      struct stat status {};
+      if (::stat(it->path().c_str(), &status) != 0 || !S_ISREG(status.st_mode)) continue;
+      entry->second.emplace(InodeKey{static_cast<std::uint64_t>(status.st_dev),
+                                     static_cast<std::uint64_t>(status.st_ino)},
+                            it->path().string());
+    }
+  }
+  return entry->second;
+}
+
 void FileTailer::reopen_renamed(const std::vector<File*>& files) {
   // Closed while idle, a file may have been renamed out of the globs with lines written to it
   // since (logrotate renames within the directory, and the program writes on until it reopens).
   // Found by its inode in its directory, it is opened again and read to its end. One directory
   // listing serves every such file in it.
-  std::unordered_map<std::string, std::unordered_map<InodeKey, std::string, InodeHash>> listings;
+  std::unordered_map<std::string, Listing> listings;
   for (File* file : files) {
-    const std::string directory = fs::path(file->path).parent_path().string();
-    auto [listing, fresh] = listings.try_emplace(directory);
-    if (fresh) {
-      std::error_code error;
-      for (fs::directory_iterator it(directory, error), end; !error && it != end;
-           it.increment(error)) {
-        struct stat status {};
-        if (::stat(it->path().c_str(), &status) != 0 || !S_ISREG(status.st_mode)) continue;
-        listing->second.emplace(InodeKey{static_cast<std::uint64_t>(status.st_dev),
-                                         static_cast<std::uint64_t>(status.st_ino)},
-                                it->path().string());
-      }
-    }
-    const auto found = listing->second.find(InodeKey{file->device, file->inode});
-    if (found != listing->second.end() && file->open_path(found->second))
-      file->path = found->second;
+    const Listing& files_there = listing(listings, fs::path(file->path).parent_path().string());
+    const auto found = files_there.find(InodeKey{file->device, file->inode});
+    if (found != files_there.end() && file->open_path(found->second)) file->path = found->second;
+  }
+}
+
+void FileTailer::recover_renamed(Clock::time_point now) {
+  // Renamed out of the globs while the service was down (logrotate with a name the globs do not
+  // take, `access.log` to `access.log-20240601`), a file may hold lines written after the
+  // checkpoint. It is looked for by its inode in the directory it was in, taken only if it still
+  // begins as it did (an inode can be reused), and read on from its offset as a detached file:
+  // to its end, then let go.
+  std::unordered_map<std::string, Listing> listings;
+  for (std::size_t i = 0; i < restored_.size(); ++i) {
+    const CheckpointEntry& entry = restored_[i];
+    const InodeKey key{entry.device, entry.inode};
+    if (claimed_[i] || listed_.contains(key) || by_inode_.contains(key)) continue;
+    if (open_files_ >= options_.max_open_files) return;
+    const Listing& files_there = listing(listings, fs::path(entry.path).parent_path().string());
+    const auto found = files_there.find(key);
+    if (found == files_there.end()) continue;
+    auto file = std::make_unique<File>(open_files_);
+    if (!file->open_path(found->second)) continue;
+    file->device = entry.device;
+    file->inode = entry.inode;
+    file->path = found->second;
+    file->found = now;
+    file->last_growth = now;
+    file->found_first = true;
+    if (!identify(*file, now, true)) continue;  // not the file it was: left alone
+    by_inode_[key] = file.get();
+    files_.push_back(std::move(file));  // unseen by this look: detached below
   }
 }
 

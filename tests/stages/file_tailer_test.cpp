@@ -210,6 +210,50 @@ TEST_F(FileTailerTest, AfterARotationWhileDownEachFileTakesItsOwnInodesEntry) {
   EXPECT_EQ(out.lines["# a header line"], 1);  // the new file's
 }
 
+// Renamed out of the globs while the service was down (a dated name that `*.log` does not take),
+// a file is found by its inode in its directory: the lines written to it after the checkpoint are
+// read, and then it is let go. The file now at its path is read from its beginning.
+TEST_F(FileTailerTest, AFileRenamedOutOfTheGlobsWhileDownIsReadOnFromItsCheckpoint) {
+  append_lines("a.log", "old-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  append_lines("a.log", "old-", 50, 60);
+  fs::rename(path("a.log"), path("a.log-20240601"));
+  append_lines("a.log", "new-", 0, 20);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  EXPECT_TRUE(out.each_once("old-", 50, 60));
+  EXPECT_EQ(out.lines.count("old-0"), 0U);
+  EXPECT_TRUE(out.each_once("new-", 0, 20));
+  EXPECT_NE(std::find(out.files.begin(), out.files.end(), path("a.log-20240601")), out.files.end());
+  out.release();
+  now = settle(again, out, now + 2s);  // closed after rotate_wait
+  (void)settle(again, out, now + 2s);  // and forgotten
+  EXPECT_EQ(again.stats().files.load(), 1U);
+  EXPECT_EQ(again.stats().open_files.load(), 1U);
+  const std::vector<CheckpointEntry> entries = again.checkpoint();
+  ASSERT_EQ(entries.size(), 1U);
+  EXPECT_EQ(entries.front().path, path("a.log"));
+}
+
+// The same inode, found there with other first bytes (rewritten, or a reused inode), is not the
+// file the checkpoint names: nothing is read from it.
+TEST_F(FileTailerTest, ARenamedFileThatNoLongerBeginsAsItDidIsLeftAlone) {
+  append_lines("a.log", "old-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  fs::rename(path("a.log"), path("a.log-20240601"));
+  fs::resize_file(path("a.log-20240601"), 0);
+  append_lines("a.log-20240601", "other-", 0, 100);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.lines.empty());
+  EXPECT_EQ(again.stats().files.load(), 0U);
+  EXPECT_EQ(again.stats().open_files.load(), 0U);
+}
+
 // A file the globs list but that could not be opened yet (here: past max_open_files, until the
 // other file is closed as idle) keeps its checkpoint past rotate_wait, and goes on from it.
 TEST_F(FileTailerTest, AFileOpenedLateStillGoesOnFromItsCheckpoint) {

@@ -16,7 +16,8 @@
 //   rename, copytruncate (its copy goes on where it was) and deletion; bytes a truncation took
 //   unread, with no copy within `rotate_wait`, are counted in `lost_truncated_bytes`.
 // - Each chunk carries a token of its file's AckLedger; checkpoint() gives each file's
-//   acknowledged (or restored) offset. Restored entries resume their files exactly.
+//   acknowledged (or restored) offset. Restored entries resume their files exactly, one renamed
+//   out of the globs within its directory while the tailer was not running too.
 // - At most `max_open_files` descriptors are open; a compressed file gives its back once read.
 // - One thread calls poll, rescan and checkpoint; stats() may be read from any thread. `emit` may
 //   block, and may call checkpoint() while it waits; when it returns false the tailer stops
@@ -101,6 +102,9 @@ class FileTailer {
   void adopt(File& file);
   // Detached files that were closed as idle: opened again where they were renamed to.
   void reopen_renamed(const std::vector<File*>& files);
+  // At the first look, restored entries whose inode no listed path has: found where they were
+  // renamed to in their directory, and read from their offset to their end.
+  void recover_renamed(Clock::time_point now);
   // The restored entries, none taken yet, and their indexes.
   void restore(std::vector<CheckpointEntry> entries);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
@@ -119,6 +123,10 @@ class FileTailer {
       return std::hash<std::uint64_t>{}(key.inode * 0x9e3779b97f4a7c15ULL ^ key.device);
     }
   };
+  // The regular files of `directory`, by inode; `listings` keeps each directory's for the others.
+  using Listing = std::unordered_map<InodeKey, std::string, InodeHash>;
+  static const Listing& listing(std::unordered_map<std::string, Listing>& listings,
+                                const std::string& directory);
   void index(File& file);  // by its fingerprint, for copies to find it
   void unindex(File& file);
 
