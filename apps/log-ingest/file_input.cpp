@@ -86,7 +86,8 @@ class DirectoryWatch {
 // Saves checkpoints on a thread of its own: fsync takes milliseconds, and the lines appended
 // meanwhile should not wait for it. `post` hands it the latest positions (older ones not yet
 // saved are dropped: the latest covers them; the same ones again are not saved twice, unless
-// their save failed); `finish` saves what is pending and stops.
+// their save failed); `finish` saves the last positions it is given, whatever was posted before
+// (a post of the same positions may have been dropped while their save was failing), and stops.
 class CheckpointSaver {
  public:
   CheckpointSaver(const stages::CheckpointFile& file, const std::atomic<bool>& abandoned,
@@ -110,9 +111,10 @@ class CheckpointSaver {
     wake_.notify_one();
   }
 
-  void finish() {
+  void finish(std::optional<std::vector<stages::CheckpointEntry>> last = std::nullopt) {
     {
       std::lock_guard lock(mutex_);
+      if (last) pending_ = std::move(last);
       stopping_ = true;
     }
     wake_.notify_one();
@@ -302,8 +304,7 @@ void FileInput::follow() {
     save_if_due();
   }
   publish();
-  saver.post(tailer.checkpoint());
-  saver.finish();
+  saver.finish(tailer.checkpoint());
 }
 
 }  // namespace conveyor::log_ingest
