@@ -47,6 +47,7 @@ StreamListener::StreamListener(asio::io_context& io, const InputConfig& config,
 StreamListener::~StreamListener() {
   for (StreamConnection* connection : connections_)
     connection->close();
+  counters_.connections.fetch_sub(connections_.size(), std::memory_order_relaxed);
 }
 
 void StreamListener::start() {
@@ -78,7 +79,9 @@ void StreamListener::accept() {
 }
 
 void StreamListener::adopt(tcp::socket socket) {
-  if (connections_.size() >= limits_.max_connections) {
+  // The input's connections: after a reload that replaced this listener's input, those of the
+  // one it replaced, still draining, share its counters, and max_connections bounds them all.
+  if (counters_.connections.load(std::memory_order_relaxed) >= limits_.max_connections) {
     InputCounters::add(counters_.connections_rejected, 1);
     error_code ignored;
     socket.close(ignored);
@@ -86,14 +89,14 @@ void StreamListener::adopt(tcp::socket socket) {
   }
   const std::shared_ptr<StreamConnection> connection = connect(std::move(socket));
   connections_.insert(connection.get());
-  counters_.connections.store(connections_.size(), std::memory_order_relaxed);
+  counters_.connections.fetch_add(1, std::memory_order_relaxed);
   InputCounters::add(counters_.connections_total, 1);
   connection->start();
 }
 
 void StreamListener::closed(StreamConnection* connection) {
-  connections_.erase(connection);
-  counters_.connections.store(connections_.size(), std::memory_order_relaxed);
+  if (connections_.erase(connection) != 0)
+    counters_.connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void StreamListener::stop_accepting() {

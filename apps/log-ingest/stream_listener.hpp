@@ -5,10 +5,11 @@
 //
 // Contract: ServiceInput's. The constructor binds, and throws std::system_error naming the address
 // when it cannot (std::runtime_error for bad TLS files). A connection over `max_connections` is
-// closed as soon as it is accepted, and counted. `stop_accepting` first takes in the clients that
-// the kernel has already connected (they may have sent data), then closes the listener and calls
-// `drain()` on every connection; `close_all` closes them. A connection calls `closed(this)` once,
-// when it ends.
+// closed as soon as it is accepted, and counted; the limit and the `connections` gauge count the
+// input's connections, with those of a listener it replaced at a reload that still drain.
+// `stop_accepting` first takes in the clients that the kernel has already connected (they may have
+// sent data), then closes the listener and calls `drain()` on every connection; `close_all` closes
+// them. A connection calls `closed(this)` once, when it ends.
 #pragma once
 
 #include <memory>

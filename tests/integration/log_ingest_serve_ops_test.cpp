@@ -615,6 +615,60 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
             (std::set<std::string>{"before", "after-reload", "after-invalid", "/reloaded"}));
 }
 
+// A reload that replaces a TCP input (here, the limits changed) leaves the old listener's
+// clients connected until they close: `max_connections` and the `connections` gauge count them
+// with the new listener's, as one input.
+TEST(LogIngestServeOps, AReplacedInputsDrainingClientsCountAgainstItsLimit) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("reload-limit", "  limits: {max_connections: 2}\n");
+  Client old_client(service.port("syslog_tcp"));
+  ASSERT_TRUE(old_client.send(syslog_message("before") + "\n"));
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  const auto connections = [&] {
+    return service.metric("log_ingest_connections{input=\"syslog_tcp\"}");
+  };
+  ASSERT_TRUE(Service::eventually([&] { return connections() == 1.0; })) << service.log();
+#endif
+  const fs::path file = service.dir() / "serve.yaml";
+  std::string yaml = read_file(file);
+  const std::string limits = "limits: {max_connections: 2}";
+  ASSERT_NE(yaml.find(limits), std::string::npos);
+  yaml.replace(yaml.find(limits), limits.size(), "limits: {max_connections: 2, idle_timeout: 10m}");
+  std::ofstream(file) << yaml;
+  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
+  })) << service.log();
+  // The new listener's port: the last one the log names for the input.
+  const std::string log = service.log();
+  const std::regex where(R"(input 'syslog_tcp' \(syslog_tcp\) on tcp://[0-9.]+:([0-9]+))");
+  std::uint16_t port = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), where); it != std::sregex_iterator();
+       ++it)
+    port = static_cast<std::uint16_t>(std::stoi((*it)[1]));
+  ASSERT_NE(port, service.port("syslog_tcp")) << log;
+  Client new_client(port);
+  ASSERT_TRUE(new_client.send(syslog_message("new") + "\n"));
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] { return connections() == 2.0; })) << service.log();
+#endif
+  Client over(port);
+  EXPECT_TRUE(over.closed_within(5s)) << "a third connection was taken in";
+  EXPECT_FALSE(old_client.closed_within(50ms));
+  ASSERT_TRUE(old_client.send(syslog_message("after") + "\n"));
+  old_client.close();
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_EQ(service.metric("log_ingest_connections_rejected_total{input=\"syslog_tcp\"}"), 1.0);
+  EXPECT_TRUE(Service::eventually([&] { return connections() == 1.0; })) << service.log();
+#endif
+  new_client.close();
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] { return connections() == 0.0; })) << service.log();
+#endif
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  EXPECT_EQ(accounting(service.log(), "drained").at("received"), 3U) << service.log();
+}
+
 // Rotation by size while clients send: every record is in exactly one of the files, the current
 // one or a rotated `records-%Y%m%dT%H%M%S.jsonl`, and no more than `keep` rotated files remain.
 TEST(LogIngestServeOps, RotatesTheRecordsWithoutLosingOne) {
