@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <mutex>
 #include <utility>
 
@@ -58,7 +59,11 @@ struct IssuedEntry final : AckEntry {
       : state(std::move(shared)), sequence(number) {}
   IssuedEntry(const IssuedEntry&) = delete;
   IssuedEntry& operator=(const IssuedEntry&) = delete;
-  ~IssuedEntry() override { state->settle(sequence, failed.load(std::memory_order_relaxed)); }
+  // A last copy that goes while an exception propagates (stack unwinding) was dropped by it.
+  ~IssuedEntry() override {
+    state->settle(sequence,
+                  failed.load(std::memory_order_relaxed) || std::uncaught_exceptions() > 0);
+  }
   void fail() noexcept override { failed.store(true, std::memory_order_relaxed); }
 
   std::shared_ptr<AckState> state;

@@ -6,9 +6,19 @@
 namespace conveyor::detail {
 
 void Control::fail(std::exception_ptr error) {
+  bool first = false;
   {
     std::lock_guard lock(error_mutex_);
-    if (!first_error_) first_error_ = std::move(error);
+    if (!first_error_) {
+      first_error_ = error;
+      first = true;
+    }
+  }
+  if (first && on_failure_) {
+    try {
+      on_failure_(error);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a handler cannot fail the pipeline twice
+    }
   }
   raise(failed_bit);
   cancel();

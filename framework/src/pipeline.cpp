@@ -621,6 +621,7 @@ void Pipeline::start() {
     runtime->instances[i] = nodes_[i]->instantiate(wirings[i]);
   }
   control_.set_doorbells(std::move(all_bells));
+  control_.set_failure_handler(options_.on_failure);
   control_.expect_workers(static_cast<std::int32_t>(total_workers));
 
   std::vector<std::function<void()>> jobs;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -73,6 +74,28 @@ TEST(AckLedger, AFailedCopyHoldsTheLedgerBackForGood) {
   EXPECT_EQ(ledger.acknowledged(), 1U);
   EXPECT_TRUE(ledger.failed());
   EXPECT_FALSE(ledger.wait_acknowledged(3, 10s));  // at once: it can never get there
+}
+
+// A stage that throws while it holds an item drops it: its token's last copy, destroyed by the
+// exception, fails. A copy destroyed that way while another lives on settles nothing yet.
+TEST(AckLedger, ALastCopyDestroyedByAnExceptionFails) {
+  AckLedger ledger;
+  AckToken first = ledger.issue(1);
+  AckToken kept;
+  try {
+    AckToken second = ledger.issue(2);
+    kept = second;
+    AckToken third = ledger.issue(3);
+    throw std::runtime_error("the stage failed");
+  } catch (const std::runtime_error&) {
+  }
+  first.release();
+  EXPECT_EQ(ledger.acknowledged(), 1U);
+  EXPECT_TRUE(ledger.failed());         // the third: dropped by the exception
+  EXPECT_EQ(ledger.outstanding(), 1U);  // the second, still held
+  kept.release();  // released outside the exception: settled, but the third holds the ledger
+  EXPECT_EQ(ledger.acknowledged(), 2U);
+  EXPECT_EQ(ledger.outstanding(), 0U);
 }
 
 // Two items joined into one carry both tokens: neither settles before the joined item goes, and

@@ -11,7 +11,8 @@
 // An item carries a token; copies of it (a broadcast to several workers, an item split in
 // parts) share it, and an item joined from several carries all of theirs (`join`). The token is
 // settled when its last copy is released or destroyed: filtered, dead-lettered and written items
-// all count as finished. A branch that could not deliver its copy calls fail() first.
+// all count as finished. A branch that could not deliver its copy calls fail() first; a last copy
+// destroyed by an exception (during stack unwinding: a stage threw while it held the item) fails.
 //
 // Contract:
 // - `issue(position)` numbers tokens in the order they are issued; positions should not

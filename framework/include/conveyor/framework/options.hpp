@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -236,6 +237,11 @@ struct PipelineOptions {
   // Threads of the I/O context that runs asynchronous stages' coroutines; started only when the
   // pipeline has such a stage.
   std::size_t io_threads = 1;
+  // Called once, with the first error, by the thread that caught it, before the pipeline cancels
+  // its stages: a source that checkpoints (what it emitted is acknowledged, ack.hpp) hears of the
+  // failure before the items in flight are dropped. It should return quickly; what it throws is
+  // dropped.
+  std::function<void(const std::exception_ptr&)> on_failure{};
 };
 
 }  // namespace conveyor

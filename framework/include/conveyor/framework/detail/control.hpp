@@ -7,7 +7,8 @@
 //   supervisor (the thread in Pipeline::wait()) sleeps on that word and acts on the request.
 // - `cancel()` ends every wait at once: it is called by the supervisor for an abort, and by a
 //   worker whose stage threw. `cancelled()` and `stop_requested()` are cheap polls for workers.
-// - `fail()` keeps the first exception; later ones are counted by their stages but dropped.
+// - `fail()` keeps the first exception, and calls the failure handler with it on the failing
+//   thread before it cancels; later ones are counted by their stages but dropped.
 //
 // Memory ordering:
 // - `cancelled_` is stored seq_cst before the doorbells are rung (`ring_any` runs a full fence
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -51,7 +53,8 @@ class Control {
     return (word_.load(std::memory_order_relaxed) & (stop_bit | abort_bit)) != 0;
   }
 
-  // Records `error` if it is the first, and cancels the pipeline.
+  // Records `error` if it is the first (and calls the failure handler with it), and cancels the
+  // pipeline.
   void fail(std::exception_ptr error);
 
   // Ends every wait: workers return as soon as they look.
@@ -70,6 +73,10 @@ class Control {
   // --- supervisor ---
 
   void set_doorbells(std::vector<sync::Doorbell*> doorbells) { doorbells_ = std::move(doorbells); }
+  // Before any worker starts: PipelineOptions::on_failure.
+  void set_failure_handler(std::function<void(const std::exception_ptr&)> handler) {
+    on_failure_ = std::move(handler);
+  }
 
   [[nodiscard]] std::int32_t requests() const noexcept {
     return word_.load(std::memory_order_acquire);
@@ -88,7 +95,8 @@ class Control {
   sync::detail::FutexWord word_{0};
   std::atomic<bool> cancelled_{false};
   std::atomic<std::int32_t> running_workers_{0};
-  std::vector<sync::Doorbell*> doorbells_;  // set before any worker starts
+  std::vector<sync::Doorbell*> doorbells_;                     // set before any worker starts
+  std::function<void(const std::exception_ptr&)> on_failure_;  // likewise
   mutable std::mutex error_mutex_;
   std::exception_ptr first_error_;
 };
