@@ -91,9 +91,10 @@ class DirectoryWatch {
 class CheckpointSaver {
  public:
   CheckpointSaver(const stages::CheckpointFile& file, const std::atomic<bool>& abandoned,
-                  InputCounters& counters, std::string input)
+                  const Ingress& ingress, InputCounters& counters, std::string input)
       : file_(file),
         abandoned_(abandoned),
+        ingress_(ingress),
         counters_(counters),
         input_(std::move(input)),
         thread_([this] { run(); }) {}
@@ -139,7 +140,7 @@ class CheckpointSaver {
   }
 
   void save(const std::vector<stages::CheckpointEntry>& entries) {
-    if (abandoned_.load(std::memory_order_relaxed)) return;
+    if (abandoned_.load(std::memory_order_relaxed) || ingress_.failed()) return;
     try {
       file_.save(entries);
     } catch (const std::exception& failure) {
@@ -152,6 +153,7 @@ class CheckpointSaver {
 
   const stages::CheckpointFile& file_;
   const std::atomic<bool>& abandoned_;
+  const Ingress& ingress_;
   InputCounters& counters_;
   std::string input_;
   std::mutex mutex_;
@@ -240,7 +242,7 @@ void FileInput::follow() {
                              .max_open_files = file.max_open_files,
                              .close_idle = file.close_idle},
                             *input_, std::move(loaded.entries));
-  CheckpointSaver saver(checkpoint, abandoned_, counters_, config_.name);
+  CheckpointSaver saver(checkpoint, abandoned_, ingress_, counters_, config_.name);
   Clock::time_point last_save = Clock::now();
   const auto save_if_due = [&] {
     if (Clock::now() - last_save < file.checkpoint_interval) return;

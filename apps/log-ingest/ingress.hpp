@@ -104,6 +104,10 @@ class Ingress {
   [[nodiscard]] bool try_push_for(Delivery& parcel, InputCounters& counters,
                                   std::chrono::milliseconds timeout);
   [[nodiscard]] bool closed() const noexcept { return queue_.closed(); }
+  // The pipeline failed, and drops what it holds: inputs that checkpoint (file inputs) save no
+  // position from now on, since the chunks it dropped settle their tokens too. Any thread.
+  void fail() noexcept { failed_.store(true, std::memory_order_release); }
+  [[nodiscard]] bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
   // Gives `parcel` up: its messages count as received and dropped.
   static void drop(const Delivery& parcel, InputCounters& counters) noexcept;
 
@@ -115,6 +119,7 @@ class Ingress {
   sync::MpmcBoundedQueue<Delivery> queue_;
   std::size_t join_bytes_;
   std::optional<Delivery> next_;  // popped, not joined: the next pop starts with it
+  std::atomic<bool> failed_{false};
 };
 
 class ChunkBuilder final : public stages::FrameSink {

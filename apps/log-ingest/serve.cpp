@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -71,6 +72,14 @@ struct Tally {
            " lost=" + std::to_string(unaccounted);
   }
 };
+
+// For the tests: CONVEYOR_WRITE_FAULT=N makes the write of the Nth batch throw, which fails the
+// pipeline as a bug or a bad_alloc in a stage would.
+std::uint64_t write_fault() {
+  // Read once, before any thread starts, and nothing in the service sets the environment.
+  const char* text = std::getenv("CONVEYOR_WRITE_FAULT");  // NOLINT(concurrency-mt-unsafe)
+  return text != nullptr ? std::strtoull(text, nullptr, 10) : 0;
+}
 
 Tally tally(const InputSet& inputs, const Accounting& counts) {
   Tally result;
@@ -233,9 +242,12 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
   auto tallies = std::make_shared<stages::Tallies>(
       workers, stages::SummaryOptions{}, live,
       stages::WindowOptions{.width = config.summary_window, .keep = config.summary_windows});
+  // A failure drops what the pipeline holds, and the tokens of dropped chunks settle: the file
+  // inputs stop saving checkpoints before that, so that those lines are read again.
   Pipeline pipeline({.name = "log-ingest-serve",
                      .executor = Executor::threads(),
-                     .sample_interval = std::chrono::milliseconds(500)});
+                     .sample_interval = std::chrono::milliseconds(500),
+                     .on_failure = [&ingress](const std::exception_ptr&) { ingress.fail(); }});
   pipeline.track(*live);
 
   std::atomic<bool> ready{false};
@@ -273,7 +285,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
                                                  .mode = Mode::parallel,
                                                  .workers = workers,
                                                  .channel = Channel::queue(2)}) |
-      sink(ServeWriter(outputs),
+      sink(ServeWriter(outputs, write_fault()),
            {.name = "write", .mode = Mode::serial_in_order, .channel = Channel::queue(4)});
 
   // Whichever thread a signal lands on, signal_set hands it to the I/O thread's handler below.

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -71,12 +72,23 @@ class ServeOutputs {
 
 class ServeWriter {
  public:
-  explicit ServeWriter(std::shared_ptr<ServeOutputs> outputs) : outputs_(std::move(outputs)) {}
+  // `fail_at` (tests): the write of that batch (1-based) throws instead, and fails the pipeline;
+  // 0 for none.
+  explicit ServeWriter(std::shared_ptr<ServeOutputs> outputs, std::uint64_t fail_at = 0)
+      : outputs_(std::move(outputs)), fail_at_(fail_at) {}
 
-  void operator()(const stages::Batch& batch) { outputs_->write(batch); }
+  void operator()(const stages::Batch& batch) {
+    if (++writes_ == fail_at_) {
+      throw std::runtime_error("the write of batch " + std::to_string(writes_) +
+                               " failed (CONVEYOR_WRITE_FAULT)");
+    }
+    outputs_->write(batch);
+  }
 
  private:
   std::shared_ptr<ServeOutputs> outputs_;
+  std::uint64_t fail_at_;
+  std::uint64_t writes_ = 0;
 };
 
 }  // namespace conveyor::log_ingest

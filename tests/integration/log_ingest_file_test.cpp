@@ -417,6 +417,38 @@ TEST(LogIngestFile, KilledAtEveryStepOfACheckpointSaveItStartsAgain) {
   }
 }
 
+// A pipeline that fails (CONVEYOR_WRITE_FAULT=N: the write of the Nth batch throws, as a bug or
+// a bad_alloc in a stage would) drops what it holds, and the tokens of what it dropped settle. The
+// checkpoint it leaves covers only lines written before the failure, so the restart writes every
+// line lost with the pipeline: none is missing.
+TEST(LogIngestFile, APipelineFailureLosesNoLine) {
+  conveyor::testing::Watchdog watchdog(180s);
+  constexpr int lines = 60'000;  // about 5 MiB: ten batches or more
+  for (const char* fault : {"1", "4"}) {
+    const TailSetup setup(std::string("write-fault-") + fault,
+                          "  - {name: app, type: file, include: [\"LOGS/*.log\"], "
+                          "checkpoint_interval: 10ms}\n");
+    {
+      std::ofstream out(setup.logs() / "a.log");
+      for (int i = 0; i < lines; ++i)
+        out << line_for(0, static_cast<std::uint64_t>(i));
+    }
+    ::setenv("CONVEYOR_WRITE_FAULT", fault, 1);
+    auto failing = setup.start(0);
+    ::unsetenv("CONVEYOR_WRITE_FAULT");
+    EXPECT_EQ(failing->wait(60s), 1) << fault << ":\n" << setup.logs_of_run(0);
+    EXPECT_NE(setup.logs_of_run(0).find("the pipeline failed"), std::string::npos)
+        << fault << ":\n"
+        << setup.logs_of_run(0);
+    auto again = setup.start(1);
+    ASSERT_TRUE(again->running()) << fault << ":\n" << setup.logs_of_run(1);
+    for (int i = 0; i < 300 && paths_written(setup.dir() / "records.jsonl").size() < lines; ++i)
+      std::this_thread::sleep_for(200ms);
+    ASSERT_EQ(again->stop(SIGTERM, 60s), 0) << fault << ":\n" << setup.logs_of_run(1);
+    EXPECT_EQ(paths_written(setup.dir() / "records.jsonl").size(), std::size_t{lines}) << fault;
+  }
+}
+
 // inotify: a file created in a watched directory is found at once, long before the globs' next
 // look.
 TEST(LogIngestFile, InotifyFindsANewFileBeforeTheNextLook) {
