@@ -79,8 +79,10 @@ class ServeWriter {
 
   void operator()(const stages::Batch& batch) {
     if (++writes_ == fail_at_) {
-      throw std::runtime_error("the write of batch " + std::to_string(writes_) +
-                               " failed (CONVEYOR_WRITE_FAULT)");
+      std::string what = "the write of batch ";
+      what += std::to_string(writes_);
+      what += " failed (CONVEYOR_WRITE_FAULT)";
+      throw std::runtime_error(what);
     }
     outputs_->write(batch);
   }
