@@ -5,7 +5,7 @@
 
 namespace conveyor::detail {
 
-void Control::fail(std::exception_ptr error) {
+void Control::fail(const std::exception_ptr& error) {
   bool first = false;
   {
     std::lock_guard lock(error_mutex_);

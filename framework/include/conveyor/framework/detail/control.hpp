@@ -55,7 +55,7 @@ class Control {
 
   // Records `error` if it is the first (and calls the failure handler with it), and cancels the
   // pipeline.
-  void fail(std::exception_ptr error);
+  void fail(const std::exception_ptr& error);
 
   // Ends every wait: workers return as soon as they look.
   void cancel();
