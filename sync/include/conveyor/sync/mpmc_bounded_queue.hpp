@@ -74,20 +74,10 @@ class MpmcBoundedQueue {
   }
 
   bool push(T value) {
-    for (;;) {
-      std::uint64_t position = 0;
-      switch (claim_for_push(position, 1)) {
-        case Claim::claimed:
-          fill(position, value);
-          wake(consumers_waiting_, items_, 1);
-          return true;
-        case Claim::ended:
-          return false;
-        case Claim::none:
-          wait_for_space();
-          break;
-      }
-    }
+    return push_waiting(value, [this] {
+      wait_for_space();
+      return true;
+    });
   }
 
   [[nodiscard]] bool try_push(T& value) {
@@ -101,20 +91,7 @@ class MpmcBoundedQueue {
   template <class Rep, class Period>
   [[nodiscard]] bool try_push_for(T& value, const std::chrono::duration<Rep, Period>& timeout) {
     const std::chrono::steady_clock::time_point deadline = detail::deadline_after(timeout);
-    for (;;) {
-      std::uint64_t position = 0;
-      switch (claim_for_push(position, 1)) {
-        case Claim::claimed:
-          fill(position, value);
-          wake(consumers_waiting_, items_, 1);
-          return true;
-        case Claim::ended:
-          return false;
-        case Claim::none:
-          if (!wait_for_space_until(deadline)) return try_push(value);  // a last look
-          break;
-      }
-    }
+    return push_waiting(value, [this, deadline] { return wait_for_space_until(deadline); });
   }
 
   std::optional<T> pop() {
@@ -262,6 +239,26 @@ class MpmcBoundedQueue {
   Cell& cell_at(std::uint64_t position) const noexcept { return cells_[position % capacity_]; }
 
   // --- producers ---
+
+  // Pushes `value`, calling `wait` while the ring is full; once `wait` gives up (false), one last
+  // try_push says.
+  template <class Wait>
+  bool push_waiting(T& value, const Wait& wait) {
+    for (;;) {
+      std::uint64_t position = 0;
+      switch (claim_for_push(position, 1)) {
+        case Claim::claimed:
+          fill(position, value);
+          wake(consumers_waiting_, items_, 1);
+          return true;
+        case Claim::ended:
+          return false;
+        case Claim::none:
+          if (!wait()) return try_push(value);
+          break;
+      }
+    }
+  }
 
   // Claims one free cell for a push; `none` when the ring is full, `ended` once closed.
   Claim claim_for_push(std::uint64_t& position, std::uint64_t limit) {
