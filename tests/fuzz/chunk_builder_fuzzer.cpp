@@ -30,9 +30,9 @@ class Expected final : public FrameSink {
  public:
   void frame(std::string_view message) override {
     // Skipped: blank, or blank but for one last CR (the parse stage reads a line without it).
-    std::string_view line = message;
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.find_first_not_of(" \t") == std::string_view::npos) return;
+    std::string_view seen = message;
+    if (!seen.empty() && seen.back() == '\r') seen.remove_suffix(1);
+    if (seen.find_first_not_of(" \t") == std::string_view::npos) return;
     std::string line = "L";
     for (const char c : message) {
       if (c == '\n') {
