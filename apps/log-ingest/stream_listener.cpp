@@ -81,6 +81,7 @@ void StreamListener::accept() {
 void StreamListener::adopt(tcp::socket socket) {
   // The input's connections: after a reload that replaced this listener's input, those of the
   // one it replaced, still draining, share its counters, and max_connections bounds them all.
+  // Relaxed: every listener changes the count on the I/O thread; other threads only read it.
   if (counters_.connections.load(std::memory_order_relaxed) >= limits_.max_connections) {
     InputCounters::add(counters_.connections_rejected, 1);
     error_code ignored;

@@ -179,18 +179,25 @@ void FileTailer::track(const std::string& path, Clock::time_point now, std::vect
     return;
   }
   if (open_files_ >= options_.max_open_files) return;  // found again at a later look
-  auto file = std::make_unique<File>(open_files_);
-  if (!file->open_path(path)) return;
-  file->device = device;
-  file->inode = inode;
-  file->path = path;
-  file->found = now;
-  file->last_growth = now;
-  file->found_first = first_scan_;
+  std::unique_ptr<File> file = open_file(path, InodeKey{device, inode}, now);
+  if (!file) return;
   file->seen = true;
   by_inode_[InodeKey{device, inode}] = file.get();
   found.push_back(file.get());
   files_.push_back(std::move(file));
+}
+
+std::unique_ptr<FileTailer::File> FileTailer::open_file(const std::string& path, InodeKey key,
+                                                        Clock::time_point now) {
+  auto file = std::make_unique<File>(open_files_);
+  if (!file->open_path(path)) return nullptr;
+  file->device = key.device;
+  file->inode = key.inode;
+  file->path = path;
+  file->found = now;
+  file->last_growth = now;
+  file->found_first = first_scan_;
+  return file;
 }
 
 bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only) {
@@ -470,15 +477,8 @@ void FileTailer::recover_renamed(Clock::time_point now) {
     const Listing& files_there = listing(listings, fs::path(entry.path).parent_path().string());
     const auto found = files_there.find(key);
     if (found == files_there.end()) continue;
-    auto file = std::make_unique<File>(open_files_);
-    if (!file->open_path(found->second)) continue;
-    file->device = entry.device;
-    file->inode = entry.inode;
-    file->path = found->second;
-    file->found = now;
-    file->last_growth = now;
-    file->found_first = true;
-    if (!identify(*file, now, true)) continue;  // not the file it was: left alone
+    std::unique_ptr<File> file = open_file(found->second, key, now);
+    if (!file || !identify(*file, now, true)) continue;  // not the file it was: left alone
     by_inode_[key] = file.get();
     files_.push_back(std::move(file));  // unseen by this look: detached below
   }

@@ -123,6 +123,8 @@ class FileTailer {
       return std::hash<std::uint64_t>{}(key.inode * 0x9e3779b97f4a7c15ULL ^ key.device);
     }
   };
+  // A file new to the tailer, opened at `path`; null if it cannot be.
+  std::unique_ptr<File> open_file(const std::string& path, InodeKey key, Clock::time_point now);
   // The regular files of `directory`, by inode; `listings` keeps each directory's for the others.
   using Listing = std::unordered_map<InodeKey, std::string, InodeHash>;
   static const Listing& listing(std::unordered_map<std::string, Listing>& listings,
