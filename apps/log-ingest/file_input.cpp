@@ -12,13 +12,16 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -32,7 +35,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// inotify on directories, as a wake-up: which files changed is the tailer's business.
+// inotify on directories, as a wake-up: which files changed is the tailer's business, but for
+// the names of files written to, which it may have closed as idle.
 class DirectoryWatch {
  public:
   // Without inotify (`enabled` false, or where the kernel refuses it) it only sleeps.
@@ -48,14 +52,17 @@ class DirectoryWatch {
     if (fd_ < 0) return;
     for (const std::string& directory : directories) {
       if (!watched_.insert(directory).second) continue;
-      (void)::inotify_add_watch(fd_, directory.c_str(),
-                                IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
-                                    IN_DELETE_SELF | IN_MOVE_SELF);
+      const int wd = ::inotify_add_watch(fd_, directory.c_str(),
+                                         IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM |
+                                             IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF);
+      if (wd >= 0) by_descriptor_.try_emplace(wd, directory);
     }
   }
 
-  // Waits up to `timeout` for a change; true when files may have come or gone.
-  bool wait(std::chrono::milliseconds timeout) {
+  // Waits up to `timeout` for a change; true when files may have come or gone. With `modified`,
+  // each file written to is named to it by its path.
+  bool wait(std::chrono::milliseconds timeout,
+            const std::function<void(const std::string&)>& modified = nullptr) {
     if (fd_ < 0) {
       std::this_thread::sleep_for(timeout);
       return false;
@@ -71,7 +78,19 @@ class DirectoryWatch {
         inotify_event event{};
         std::memcpy(&event, buffer.data() + at, sizeof event);
         if ((event.mask & ~static_cast<std::uint32_t>(IN_MODIFY)) != 0) structure = true;
-        if ((event.mask & IN_IGNORED) != 0) watched_.clear();  // a directory went: watch again
+        if ((event.mask & IN_IGNORED) != 0) {  // a directory went: watch again
+          watched_.clear();
+          by_descriptor_.clear();
+        }
+        const auto directory = by_descriptor_.find(event.wd);
+        if (modified && event.mask == IN_MODIFY && event.len > 0 &&
+            directory != by_descriptor_.end()) {
+          // The name is padded with NULs to the event's length.
+          const char* const name = buffer.data() + at + sizeof(inotify_event);
+          modified((std::filesystem::path(directory->second) /
+                    std::string_view(name, ::strnlen(name, event.len)))
+                       .string());
+        }
         at += sizeof(inotify_event) + event.len;
       }
     }
@@ -81,6 +100,7 @@ class DirectoryWatch {
  private:
   int fd_;
   std::set<std::string> watched_;
+  std::unordered_map<int, std::string> by_descriptor_;
 };
 
 // Saves checkpoints on a thread of its own: fsync takes milliseconds, and the lines appended
@@ -284,18 +304,24 @@ void FileInput::follow() {
   };
 
   DirectoryWatch watch(file.inotify);
+  const std::function<void(const std::string&)> modified = [&](const std::string& path) {
+    tailer.modified(path);
+  };
   while (!stop_.load(std::memory_order_relaxed)) {
     const std::size_t read = tailer.poll(emit);
     watch.watch(tailer.directories());
     publish();
     save_if_due();
+    // A file closed as idle and written to again is opened at once, not at the next look.
+    const std::function<void(const std::string&)> reopen =
+        tailer.closed_idle() ? modified : nullptr;
     if (read == 0) {
-      if (watch.wait(std::chrono::milliseconds(100))) tailer.rescan();
+      if (watch.wait(std::chrono::milliseconds(100), reopen)) tailer.rescan();
     } else if (tailer.caught_up() && file.linger.count() > 0) {
       // Appends gather for a while, and are read in a few large pieces instead of at each
       // write; the changes meanwhile need no wake-up of their own.
       std::this_thread::sleep_for(file.linger);
-      if (watch.wait(std::chrono::milliseconds(0))) tailer.rescan();
+      if (watch.wait(std::chrono::milliseconds(0), reopen)) tailer.rescan();
     }
   }
   finished_.store(true, std::memory_order_release);

@@ -2,8 +2,9 @@
 // its checkpoint in STATE_DIR/NAME.checkpoint (stages::CheckpointFile), one file per input.
 //
 // - It waits for room in the Ingress, so a full pipeline slows reading and loses nothing.
-// - inotify on the files' directories wakes it when they change; without inotify (or for changes
-//   it does not report) it looks every 100 ms, and for new files every glob_interval.
+// - inotify on the files' directories wakes it when they change, and opens again at once a file
+//   closed as idle that is written to; without inotify (or for changes it does not report) it
+//   looks every 100 ms, and for new files every glob_interval.
 // - The checkpoint holds, for each file, the offset up to which every line was written by the
 //   outputs (the chunks' ack tokens); it is saved every checkpoint_interval when it changed (also
 //   in the middle of a read, and while it waits for room), and once more after a clean stop, when

@@ -426,6 +426,12 @@ void FileTailer::scan(Clock::time_point now) {
     }
   }
   reopen_renamed(closed_away);
+  // Files opened again, renamed or let go since they were closed are no longer idle there.
+  std::erase_if(idle_, [&](const auto& entry) {
+    const auto known = by_inode_.find(entry.second);
+    return known == by_inode_.end() || known->second->fd >= 0 ||
+           known->second->path != entry.first || known->second->state != File::State::live;
+  });
   if (first_scan_) first_scan_at_ = now;
   first_scan_ = false;
   last_scan_ = now;
@@ -635,6 +641,7 @@ void FileTailer::release_idle(Clock::time_point now) {
                    now - file->last_growth >= options_.close_idle &&
                    file->position >= size_of(file->fd)) {
           file->close();
+          idle_.insert_or_assign(file->path, InodeKey{file->device, file->inode});
         }
         break;
       case File::State::waiting:
@@ -687,6 +694,26 @@ void FileTailer::release_idle(Clock::time_point now) {
     }
     if (restored_.empty()) listed_.clear();
   }
+}
+
+void FileTailer::modified(const std::string& path) {
+  const auto entry = idle_.find(path);
+  if (entry == idle_.end()) return;
+  const auto known = by_inode_.find(entry->second);
+  if (known == by_inode_.end()) return;  // let go since: the next look tidies the entry
+  File& file = *known->second;
+  if (file.fd >= 0 || file.complete || file.path != path || file.state != File::State::live ||
+      open_files_ >= options_.max_open_files || !file.open_path(path)) {
+    return;
+  }
+  struct stat status {};
+  if (::fstat(file.fd, &status) != 0 || static_cast<std::uint64_t>(status.st_dev) != file.device ||
+      static_cast<std::uint64_t>(status.st_ino) != file.inode) {
+    file.close();  // another file is at its path now: a look sees to both
+    scan_due_ = true;
+    return;
+  }
+  idle_.erase(entry);
 }
 
 std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {

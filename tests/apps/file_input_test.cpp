@@ -77,4 +77,42 @@ TEST(FileInput, SavesItsCheckpointWhileItWaitsForRoom) {
   fs::remove_all(dir);
 }
 
+// A file closed as idle and written to again is read at once, not at the next look for files (an
+// hour away here): inotify names the file written to, and the input opens it again.
+TEST(FileInput, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-file-input-idle-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "logs");
+  const fs::path log = dir / "logs" / "a.log";
+  std::ofstream(log) << "<13>Jun  1 00:00:00 host app: the first line\n";
+  InputConfig config;
+  config.name = "app";
+  config.type = InputType::file;
+  config.file.include = {(dir / "logs" / "*.log").string()};
+  config.file.glob_interval = std::chrono::hours(1);
+  config.file.close_idle = 10ms;
+  Ingress ingress(16);
+  InputCounters counters("app");
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    std::optional<conveyor::stages::Chunk> first = ingress.pop();
+    ASSERT_TRUE(first.has_value());
+    first.reset();
+    std::this_thread::sleep_for(500ms);  // read to its end, idle: closed
+    std::ofstream(log, std::ios::app) << "<13>Jun  1 00:00:01 host app: the second line\n";
+    for (int i = 0; i < 1000 && ingress.size_approx() == 0; ++i)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_GT(ingress.size_approx(), 0U) << "the second line waited for a look";
+    std::optional<conveyor::stages::Chunk> second = ingress.pop();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_NE(second->text.find("the second line"), std::string::npos);
+    ingress.close();
+    input.stop_accepting();
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -301,6 +301,49 @@ TEST_F(FileTailerTest, AFileClosedAsIdleAndRenamedAwayIsReadToItsEnd) {
   EXPECT_TRUE(out.each_once("a-", 0, 20));
 }
 
+// Closed while idle, then written to: a watcher's word that its path was written to opens it
+// again at once, and the next poll reads on, long before the next look.
+TEST_F(FileTailerTest, AFileClosedAsIdleIsReadOnOnceItIsWrittenTo) {
+  append_lines("a.log", "a-", 0, 10);
+  TailOptions tail = options();
+  tail.close_idle = 1s;
+  tail.glob_interval = std::chrono::hours(1);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  ASSERT_TRUE(tailer.closed_idle());
+  EXPECT_EQ(tailer.stats().open_files.load(), 0U);
+  append_lines("a.log", "a-", 10, 20);
+  tailer.modified(path("b.log"));  // not a file it has: nothing
+  EXPECT_TRUE(tailer.closed_idle());
+  tailer.modified(path("a.log"));
+  EXPECT_FALSE(tailer.closed_idle());
+  (void)settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("a-", 0, 20));
+  EXPECT_EQ(tailer.stats().open_files.load(), 1U);
+}
+
+// Closed while idle, and another file put at its path since: modified() leaves both to a look.
+TEST_F(FileTailerTest, AWriteToAnotherFileAtAnIdleFilesPathIsLeftToALook) {
+  append_lines("a.log", "a-", 0, 10);
+  TailOptions tail = options();
+  tail.close_idle = 1s;
+  tail.glob_interval = std::chrono::hours(1);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  now = settle(tailer, out, now + 2s);
+  ASSERT_TRUE(tailer.closed_idle());
+  fs::rename(path("a.log"), path("a.log.1"));
+  append_lines("a.log", "new-", 0, 5);
+  tailer.modified(path("a.log"));
+  EXPECT_EQ(tailer.stats().open_files.load(), 0U) << "the new file was taken for the old one";
+  (void)settle(tailer, out, now);  // the look modified() asked for
+  EXPECT_TRUE(out.each_once("a-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 5));
+}
+
 // A rotated file is read to its last byte before it is let go, and the new file at its path is
 // read from its beginning.
 TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {

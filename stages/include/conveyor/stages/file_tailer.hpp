@@ -19,7 +19,9 @@
 //   acknowledged (or restored) offset. Restored entries resume their files exactly, one renamed
 //   out of the globs within its directory while the tailer was not running too.
 // - At most `max_open_files` descriptors are open; a compressed file gives its back once read.
-// - One thread calls poll, rescan and checkpoint; stats() may be read from any thread. `emit` may
+// - A file closed as idle is opened again by a look that finds it grown, or at once by modified().
+// - One thread calls poll, rescan, modified and checkpoint; stats() may be read from any thread.
+// `emit` may
 //   block, and may call checkpoint() while it waits; when it returns false the tailer stops
 //   reading for this poll, and the chunk's token must have been failed by whoever dropped it.
 #pragma once
@@ -84,6 +86,11 @@ class FileTailer {
   [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
   // The next poll looks for files whatever the interval (a directory changed).
   void rescan() noexcept { scan_due_ = true; }
+  // `path` was written to (a watcher saw it): a file there that was closed as idle is opened
+  // again now, so that the next poll reads it without waiting for a look.
+  void modified(const std::string& path);
+  // Whether some file is closed as idle: only then does modified() do anything.
+  [[nodiscard]] bool closed_idle() const noexcept { return !idle_.empty(); }
 
   [[nodiscard]] std::vector<CheckpointEntry> checkpoint() const;
   // Whether every chunk handed out was acknowledged.
@@ -145,6 +152,8 @@ class FileTailer {
   std::vector<std::unique_ptr<File>> files_;
   std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
   std::unordered_multimap<std::uint64_t, File*> by_fingerprint_;
+  // Live files closed as idle, by the path they were at then; checked against by_inode_ at use.
+  std::unordered_map<std::string, InodeKey> idle_;
   bool first_scan_ = true;
   bool scan_due_ = true;
   bool caught_up_ = true;
