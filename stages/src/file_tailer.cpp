@@ -137,6 +137,8 @@ FileTailer::FileTailer(TailOptions options, const Input& input,
                        std::vector<CheckpointEntry> restored)
     : options_(std::move(options)), input_(input) {
   options_.fingerprint_bytes = std::max<std::size_t>(options_.fingerprint_bytes, 1);
+  // A line that a read holds whole is as long as one cut across reads (the assembler's).
+  input_.max_line_length = options_.max_line_bytes;
   restore(std::move(restored));
 }
 

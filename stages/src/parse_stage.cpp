@@ -69,6 +69,9 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
         static_cast<std::size_t>(static_cast<double>(text.size()) * records_per_byte_ * 1.0625) +
         16);
   }
+  const std::size_t max_line_length = input.max_line_length != 0
+                                          ? std::min(config.max_line_length, input.max_line_length)
+                                          : config.max_line_length;
   const char* const readable_end = in.text.data() + in.text.capacity();
   Record record;
   for_each_line(text, [&](std::string_view line, std::uint64_t index) {
@@ -78,7 +81,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
       return;
     }
     ParseError error = nullptr;
-    if (line.size() > config.max_line_length) {
+    if (line.size() > max_line_length) {
       error = too_long.data();
     } else {
       switch (input.format) {
@@ -107,7 +110,7 @@ Batch ParseStage::parse(Chunk chunk, std::size_t worker) {
       counts.reject(error);
       if (config.write_dead_letters) {
         append_dead_letter(batch.dead_letters, input, number, offset, error, line.size(),
-                           line.substr(0, std::min(line.size(), config.max_line_length)));
+                           line.substr(0, std::min(line.size(), max_line_length)));
       }
       return;
     }

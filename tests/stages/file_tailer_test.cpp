@@ -489,6 +489,25 @@ TEST_F(FileTailerTest, ASkippedLongLineLeavesAnExactOffset) {
   EXPECT_EQ(out.lines.size(), 5U);
 }
 
+// A long line that one read holds whole is not cut out by the tailer: its chunks carry the limit,
+// for the parse stage to reject it as it rejects those cut across reads.
+TEST_F(FileTailerTest, ItsChunksCarryTheLineLimitForTheLinesAReadHoldsWhole) {
+  TailOptions limited = options();
+  limited.max_line_bytes = 100;
+  append_lines("a.log", "a-", 0, 10);
+  append("a.log", std::string(300, 'x') + "\n");
+  FileTailer tailer(limited, Input{"files"}, {});
+  std::size_t chunks = 0;
+  const FileTailer::Emit check = [&](Chunk&& chunk) {
+    ++chunks;
+    EXPECT_EQ(chunk.input->max_line_length, 100U);
+    return true;
+  };
+  for (int i = 0; i < 5; ++i)
+    (void)tailer.poll(check);
+  EXPECT_GT(chunks, 0U);
+}
+
 // A last line without its newline is held, not committed, and handed out after the timeout.
 TEST_F(FileTailerTest, APartialLineIsHeldUntilItsNewlineOrTheTimeout) {
   append("a.log", "one\ntw");

@@ -518,8 +518,6 @@ TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
   EXPECT_NO_THROW((void)parser.parse(a.to_json(5)));
 }
 
-// The whole chain, as log-ingest builds it: every line is counted once, as a record, a blank,
-// a filtered-out record or a dead letter, and the records written are valid JSON.
 // The parse stage as a chain on its own, run by conveyor::testing::run: every chunk comes back as
 // one batch, in the chunks' order, and every line is counted once.
 TEST(ParseStage, AsAChainCountsEveryLineOfEveryChunkInOrder) {
@@ -559,6 +557,45 @@ TEST(ParseStage, AsAChainCountsEveryLineOfEveryChunkInOrder) {
   EXPECT_EQ(total.records, 1800U);
 }
 
+// A chunk's input may bring a line limit of its own (a tailed file's max_line_bytes): a line
+// over it is rejected as too long even where the pipeline's limit is higher, so that a long line
+// is dead-lettered alike whether a read held it whole or cut it across two reads.
+TEST(ParseStage, AnInputsOwnLineLimitRejectsTheLinesOverIt) {
+  conveyor::testing::Watchdog watchdog;
+  const std::string good =
+      "10.0.0.1 - - [01/Nov/2026:00:00:10 +0000] \"GET /p HTTP/1.1\" 200 5 \"-\" \"agent\"\n";
+  const std::string long_line = "10.0.0.2 - - [01/Nov/2026:00:00:10 +0000] \"GET /" +
+                                std::string(300, 'x') + " HTTP/1.1\" 200 5 \"-\" \"agent\"\n";
+  MemorySource source("test", good + long_line + good, {.chunk_size = 4096});
+  std::optional<Chunk> chunk = source.next();
+  ASSERT_TRUE(chunk.has_value());
+  const auto parse_with = [&](std::size_t input_limit) {
+    Chunk copy;
+    copy.text = chunk->text;
+    copy.first_line = chunk->first_line;
+    copy.offset = chunk->offset;
+    Input input = *chunk->input;
+    input.max_line_length = input_limit;
+    copy.input = std::make_shared<const Input>(std::move(input));
+    std::vector<Chunk> chunks;
+    chunks.push_back(std::move(copy));
+    const auto parse =
+        conveyor::chain<Chunk>() | conveyor::stage(ParseStage(std::make_shared<ParseConfig>()),
+                                                   {.mode = conveyor::Mode::serial_in_order});
+    std::vector<Batch> batches = conveyor::testing::run(parse, std::move(chunks));
+    EXPECT_EQ(batches.size(), 1U);
+    return batches.empty() ? Batch{} : std::move(batches.front());
+  };
+  const Batch unlimited = parse_with(0);  // the pipeline's 64 KiB alone
+  EXPECT_EQ(unlimited.counts.records, 3U);
+  const Batch limited = parse_with(200);
+  EXPECT_EQ(limited.counts.records, 2U);
+  EXPECT_EQ(limited.counts.rejected, 1U);
+  EXPECT_NE(limited.dead_letters.find("line too long"), std::string::npos);
+}
+
+// The whole chain, as log-ingest builds it: every line is counted once, as a record, a blank,
+// a filtered-out record or a dead letter, and the records written are valid JSON.
 TEST(IngestPipeline, EveryLineIsCountedExactlyOnceAndEveryRecordWrittenParses) {
   conveyor::testing::Watchdog watchdog;
   std::string text;

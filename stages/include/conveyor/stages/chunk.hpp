@@ -20,6 +20,8 @@ struct Input {
   Format format = Format::auto_detect;  // resolved from the first chunk when auto
   bool gzip = false;
   std::string file{};  // a tailed file: records carry it ("file") with their offset
+  // Lines longer are rejected as too long, whatever the pipeline's own limit (0: only that one).
+  std::size_t max_line_length = 0;
 };
 
 // An offset that is not known (Chunk::offset, OverlongLine::offset).

@@ -7,8 +7,9 @@
 //   conveyor::stage(ParseStage(config), {.mode = conveyor::Mode::parallel, .workers = n})
 //   conveyor::stage(ParseStage(config, tallies), {.mode = conveyor::Mode::parallel, .workers = n})
 //
-// Blank lines are counted and skipped. A line longer than `max_line_length` is rejected (the
-// source already drops those that do not fit in a chunk). Bad lines never stop the stage.
+// Blank lines are counted and skipped. A line longer than `max_line_length`, or than its chunk's
+// Input::max_line_length, is rejected (the source already drops those that do not fit in a
+// chunk). Bad lines never stop the stage.
 //
 // Contract: each parallel worker gets its own copy (a copy has its own JSON parser); the config is
 // shared and immutable.
