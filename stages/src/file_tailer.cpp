@@ -105,6 +105,7 @@ struct FileTailer::File {
   Clock::time_point last_growth{};
   Clock::time_point unseen_since{};  // detached: when a look first missed it
   bool deleted = false;              // detached and closed: it had no name left
+  bool reopen = false;  // detached while closed as idle: to be opened where it was renamed to
 
   explicit File(std::size_t& open_files) : open_count(open_files) {}
   File(const File&) = delete;
@@ -169,6 +170,7 @@ void FileTailer::track(const std::string& path, Clock::time_point now, std::vect
     if (file->path != path) file->path = path;   // renamed to another name the globs take
     if (file->state == File::State::detached) {  // back under the globs
       file->state = file->assembler ? File::State::live : File::State::waiting;
+      file->reopen = false;
     }
     // Closed while idle (or detached): opened again once it has something to read; a compressed
     // file, read once, never is.
@@ -420,12 +422,14 @@ void FileTailer::scan(Clock::time_point now) {
       stats_.rotations.fetch_add(1, std::memory_order_relaxed);
       file->state = File::State::detached;
       file->unseen_since = now;
-      if (file->fd < 0 && !file->complete) closed_away.push_back(file.get());
+      if (file->fd < 0 && !file->complete) file->reopen = true;
     } else if (file->state == File::State::waiting || file->state == File::State::copy) {
       file->state = File::State::detached;
       file->ledger = nullptr;
       file->close();
     }
+    // Renamed away while closed as idle: at this look, or at one where max_open_files was reached.
+    if (file->reopen && file->state == File::State::detached) closed_away.push_back(file.get());
   }
   reopen_renamed(closed_away);
   // Files opened again, renamed or let go since they were closed are no longer idle there.
@@ -462,10 +466,14 @@ void FileTailer::reopen_renamed(const std::vector<File*>& files) {
   // since (logrotate renames within the directory, and the program writes on until it reopens).
   // Found by its inode in its directory, it is opened again and read to its end. One directory
   // listing serves every such file in it.
+  // Past max_open_files, it waits for a later look, and is not let go meanwhile.
   std::unordered_map<std::string, Listing> listings;
   for (File* file : files) {
     const Listing& files_there = listing(listings, fs::path(file->path).parent_path().string());
     const auto found = files_there.find(InodeKey{file->device, file->inode});
+    if (found != files_there.end() && open_files_ >= options_.max_open_files) continue;
+    // Deleted, or moved out of its directory, it has nothing left to read.
+    file->reopen = false;
     if (found != files_there.end() && file->open_path(found->second)) file->path = found->second;
   }
 }
@@ -662,7 +670,7 @@ void FileTailer::release_idle(Clock::time_point now) {
     const bool gone = file->deleted || !file->ledger ||
                       now - file->unseen_since >= options_.rotate_wait + 2 * options_.glob_interval;
     return done &&
-           ((file->state == File::State::detached && file->fd < 0 && gone) ||
+           ((file->state == File::State::detached && file->fd < 0 && gone && !file->reopen) ||
             (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
   };
   bool any = false;

@@ -344,6 +344,41 @@ TEST_F(FileTailerTest, AWriteToAnotherFileAtAnIdleFilesPathIsLeftToALook) {
   EXPECT_TRUE(out.each_once("new-", 0, 5));
 }
 
+// Closed as idle and renamed away while another file holds the last descriptor max_open_files
+// allows: it waits, remembered, until a descriptor is free, and is then read to its end.
+TEST_F(FileTailerTest, AnIdleFileRenamedAwayAtTheDescriptorCapIsReadOnceOneIsFree) {
+  append_lines("a.log", "a-", 0, 10);
+  append_lines("b.log", "b-", 0, 10);
+  TailOptions tail = options();
+  tail.close_idle = 1s;
+  tail.max_open_files = 1;
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  std::uint64_t most_open = 0;
+  const auto run = [&](Clock::time_point now, int polls) {
+    for (int i = 0; i < polls; ++i) {
+      (void)tailer.poll(out.emit(), now += 10ms);
+      most_open = std::max(most_open, tailer.stats().open_files.load());
+    }
+    return now;
+  };
+  Clock::time_point now = run(Clock::now(), 5);  // a.log read; b.log waits for a descriptor
+  now = run(now + 2s, 5);                        // a.log closed as idle; b.log opened and read
+  ASSERT_TRUE(out.each_once("b-", 0, 10));
+  append_lines("a.log", "a-", 10, 20);
+  fs::rename(path("a.log"), path("a.log.1"));
+  for (int i = 10; i < 30; ++i) {  // b.log busy: it keeps its descriptor
+    append_lines("b.log", "b-", i, i + 1);
+    now = run(now, 2);
+  }
+  EXPECT_EQ(out.lines.count("a-10"), 0U);
+  now = run(now + 2s, 5);  // b.log idle: closed, and a.log.1 opened
+  (void)run(now, 5);
+  EXPECT_TRUE(out.each_once("a-", 0, 20));
+  EXPECT_TRUE(out.each_once("b-", 0, 30));
+  EXPECT_LE(most_open, 1U);
+}
+
 // A rotated file is read to its last byte before it is let go, and the new file at its path is
 // read from its beginning.
 TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {
