@@ -1,6 +1,11 @@
 // UdpInput: datagrams into chunks.
 #include "udp_input.hpp"
 
+#include <sys/socket.h>
+
+#include <boost/asio/post.hpp>
+
+#include <memory>
 #include <string_view>
 #include <system_error>
 
@@ -14,6 +19,9 @@ namespace {
 // The most a datagram can carry, plus one byte to tell one that is cut off.
 constexpr std::size_t datagram_buffer = 65536;
 constexpr std::size_t chunk_bytes = 256U << 10U;
+// Chunks read at one turn of the I/O thread before its other handlers (the other inputs, the
+// drain's timer, the signals) get it back: a flood of datagrams must not keep it.
+constexpr std::size_t chunks_per_turn = 4;
 }  // namespace
 
 UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const LimitsConfig& limits,
@@ -30,6 +38,9 @@ UdpInput::UdpInput(asio::io_context& io, const InputConfig& config, const Limits
     // A larger kernel queue rides out short bursts while the pipeline catches up.
     error_code ignored;
     socket_.set_option(asio::socket_base::receive_buffer_size(8 << 20), ignored);
+    // Past net.core.rmem_max too, where the service may (CAP_NET_ADMIN, as rsyslog does).
+    const int wanted = 8 << 20;
+    (void)::setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVBUFFORCE, &wanted, sizeof wanted);
     socket_.bind(at);
     socket_.non_blocking(true);
   } catch (const boost::system::system_error& error) {
@@ -46,9 +57,21 @@ void UdpInput::start() {
 void UdpInput::wait() {
   socket_.async_wait(udp::socket::wait_read, [this](const error_code& error) {
     if (error) return;  // closed
-    while (drain_once()) {
+    drain_some();
+  });
+}
+
+void UdpInput::drain_some() {
+  for (std::size_t i = 0; i < chunks_per_turn; ++i) {
+    if (!drain_once()) {
+      if (socket_.is_open()) wait();
+      return;
     }
-    if (socket_.is_open()) wait();
+  }
+  // More is queued. A wait would not see it (the reactor reports new datagrams, not those
+  // already there): the rest is read at the I/O thread's next turn.
+  asio::post(socket_.get_executor(), [this, alive = std::weak_ptr<const bool>(alive_)] {
+    if (!alive.expired() && socket_.is_open()) drain_some();
   });
 }
 
@@ -80,7 +103,13 @@ bool UdpInput::drain_once() {
 
 void UdpInput::stop_accepting() {
   if (!socket_.is_open()) return;
-  while (drain_once()) {
+  // What the kernel held when the drain began, and not what a flood sends meanwhile: at most its
+  // receive buffer's worth, and a chunk more.
+  asio::socket_base::receive_buffer_size held;
+  error_code unknown;
+  socket_.get_option(held, unknown);
+  const std::size_t queued = unknown ? (8U << 20U) : static_cast<std::size_t>(held.value());
+  for (std::size_t i = 0; i <= queued / chunk_bytes && drain_once(); ++i) {
   }
   error_code ignored;
   socket_.close(ignored);
