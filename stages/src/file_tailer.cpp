@@ -106,6 +106,7 @@ struct FileTailer::File {
   Clock::time_point unseen_since{};  // detached: when a look first missed it
   bool deleted = false;              // detached and closed: it had no name left
   bool reopen = false;  // detached while closed as idle: to be opened where it was renamed to
+  bool forget = false;  // let go by this poll
 
   explicit File(std::size_t& open_files) : open_count(open_files) {}
   File(const File&) = delete;
@@ -413,6 +414,12 @@ void FileTailer::scan(Clock::time_point now) {
     if (file->state == File::State::waiting) (void)identify(*file, now);
   }
   if (first_scan_ && !restored_.empty()) recover_renamed(now);
+  // Too short at the first look to know (empty, or its first line unfinished), a file held no
+  // whole line for `start_at_end` to skip: whatever comes later is read, from its beginning.
+  if (first_scan_) {
+    for (File* file : fresh)
+      if (file->state == File::State::waiting) file->found_first = false;
+  }
   // A live file that no look found at its path any more was renamed away or deleted: it is read
   // to its end. One that was never read from is let go at once.
   std::vector<File*> closed_away;
@@ -673,10 +680,13 @@ void FileTailer::release_idle(Clock::time_point now) {
            ((file->state == File::State::detached && file->fd < 0 && gone && !file->reopen) ||
             (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
   };
+  // Decided once per file: the outputs settle tokens meanwhile, and a file erased that was not
+  // unindexed would leave the indexes pointing at it.
   bool any = false;
   for (const auto& file : files_) {
     if (!forgotten(file)) continue;
     any = true;
+    file->forget = true;
     unindex(*file);
     const auto known = by_inode_.find(InodeKey{file->device, file->inode});
     if (known != by_inode_.end() && known->second == file.get()) by_inode_.erase(known);
@@ -684,7 +694,7 @@ void FileTailer::release_idle(Clock::time_point now) {
       if (other->copy_of == file.get()) other->copy_of = nullptr;
     }
   }
-  if (any) std::erase_if(files_, forgotten);
+  if (any) std::erase_if(files_, [](const std::unique_ptr<File>& file) { return file->forget; });
   if (!first_scan_ && !restored_.empty() && now - first_scan_at_ >= options_.rotate_wait) {
     // rotate_wait after the first look, a restored entry is let go once a file took it or no
     // path the globs list has its inode. One whose file is listed but not taken in yet (past

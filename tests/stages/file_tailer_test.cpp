@@ -610,6 +610,23 @@ TEST_F(FileTailerTest, StartAtEndSkipsOnlyWhatWasThereAtTheFirstLook) {
   EXPECT_TRUE(out.each_once("later-", 0, 10));
 }
 
+// Empty at the first look (just created by a rotation), or with its first line unfinished, a
+// file had no line for start_at_end to skip: every line written to it later is read.
+TEST_F(FileTailerTest, StartAtEndReadsAFileThatWasTooShortToKnowAtTheFirstLook) {
+  std::ofstream(path("a.log")).flush();
+  append("b.log", "unfinish");
+  TailOptions at_end = options();
+  at_end.start_at_end = true;
+  FileTailer tailer(at_end, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("a.log", "after-", 0, 10);
+  append("b.log", "ed\n");
+  (void)settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("after-", 0, 10));
+  EXPECT_EQ(out.lines.count("unfinished"), 1U);
+}
+
 // A file deleted while open is read to its end, then closed.
 TEST_F(FileTailerTest, ADeletedFileIsReadToItsEndThenClosed) {
   append_lines("a.log", "a-", 0, 10);
