@@ -98,6 +98,7 @@ struct FileTailer::File {
   std::unique_ptr<detail::ByteStream> gzip;
   std::uint64_t skip = 0;
   bool complete = false;
+  bool compressed = false;  // its offsets count inflated bytes, and `position` stays 0
   std::shared_ptr<AckLedger> ledger;
   std::shared_ptr<const Input> input;
   File* copy_of = nullptr;
@@ -273,17 +274,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
     if (other->state == File::State::parked) {
       // The copy of a file truncated before it was found: it goes on where that one was.
-      file.position = other->position;
-      file.start = other->start;
-      file.assembler = std::move(other->assembler);
-      file.ledger = std::move(other->ledger);
-      file.state = File::State::live;
-      file.input = std::make_shared<const Input>([&] {
-        Input copy = input_;
-        copy.file = file.path;
-        return copy;
-      }());
-      stats_.copies.fetch_add(1, std::memory_order_relaxed);
+      go_on_in(file, *other, now);
       other->ledger = nullptr;
       other->state = File::State::detached;  // released at the next look (nothing left)
       other->position = 0;
@@ -323,6 +314,7 @@ void FileTailer::adopt(File& file) {
     // A compressed file (a rotated *.gz): read once, from its start, never followed. The stream
     // reads the file's one descriptor (its other readers use pread, at no offset).
     file.gzip = std::make_unique<detail::ByteStream>(file.fd, file.path, -1);
+    file.compressed = true;
     file.skip = file.start;
   }
   // Line numbers are known only when reading from the beginning.
@@ -335,6 +327,23 @@ void FileTailer::adopt(File& file) {
   index(file);
 }
 
+void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
+  copy.position = source.position;
+  copy.start = source.start;
+  copy.assembler = std::move(source.assembler);
+  copy.ledger = std::move(source.ledger);
+  // Lines written to the source after the copy was made, and read from it before its truncation,
+  // are not in the copy: it then has nothing left to read, and is not truncated for that.
+  copy.position = std::min(copy.position, size_of(copy.fd));
+  Input input = input_;
+  input.file = copy.path;
+  copy.input = std::make_shared<const Input>(std::move(input));
+  copy.state = File::State::live;
+  copy.copy_of = nullptr;
+  copy.last_growth = now;
+  stats_.copies.fetch_add(1, std::memory_order_relaxed);
+}
+
 void FileTailer::truncated(File& file, Clock::time_point now) {
   stats_.truncations.fetch_add(1, std::memory_order_relaxed);
   unindex(file);  // its first bytes are gone
@@ -344,18 +353,8 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     if (other->state == File::State::copy && other->copy_of == &file) copy = other.get();
   }
   if (copy != nullptr) {
-    copy->position = file.position;
-    copy->start = file.start;
-    copy->assembler = std::move(file.assembler);
-    copy->ledger = std::move(file.ledger);
-    Input input = input_;
-    input.file = copy->path;
-    copy->input = std::make_shared<const Input>(std::move(input));
-    copy->state = File::State::live;
-    copy->copy_of = nullptr;
-    copy->last_growth = now;
+    go_on_in(*copy, file, now);
     index(*copy);
-    stats_.copies.fetch_add(1, std::memory_order_relaxed);
   } else {
     auto parked = std::make_unique<File>(open_files_);
     parked->device = file.device;
@@ -766,7 +765,9 @@ std::vector<CheckpointEntry> FileTailer::checkpoint() const {
                        .inode = file->inode,
                        .fingerprint = file->fingerprint,
                        .fingerprint_length = file->fingerprint_length,
-                       .offset = file->committed(),
+                       // Not past its end: a copy may be shorter than what its source had read.
+                       .offset = file->compressed ? file->committed()
+                                                  : std::min(file->committed(), file->position),
                        .path = file->path});
   }
   return entries;

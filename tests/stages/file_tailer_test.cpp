@@ -437,6 +437,34 @@ TEST_F(FileTailerTest, CopyTruncateWithTheCopyUnderTheGlobLosesAndRepeatsNothing
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
+// copytruncate with lines written between the copy and the truncation, read from the file before
+// it was truncated: the copy is shorter than what was read, and holds nothing left to read. It is
+// not read again from its start, and its checkpoint is not past its end (which would have made a
+// restart take it for a file truncated meanwhile, and read it all again).
+TEST_F(FileTailerTest, ACopyShorterThanWhatItsFileHadReadIsNotReadAgain) {
+  append_lines("app.log", "old-", 0, 100);
+  const TailOptions tail = options({path("app.log*")});
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  append_lines("app.log", "old-", 100, 110);  // after the copy: only in app.log
+  now = settle(tailer, out, now, 10ms, 2);    // read, and the copy seen
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 40);
+  now = settle(tailer, out, now);
+  EXPECT_TRUE(out.each_once("old-", 0, 110));
+  EXPECT_TRUE(out.each_once("new-", 0, 40));
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  out.release();
+  const std::vector<CheckpointEntry> saved = tailer.checkpoint();
+  EXPECT_EQ(offset_of(saved, path("app.log.1")), fs::file_size(path("app.log.1")));
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_EQ(after.lines.size(), 0U) << "read again after a clean stop";
+}
+
 // copytruncate where the file was written again to the very size it had before the tailer looked:
 // its size says nothing, but its copy, waiting for it to be truncated, makes the tailer look at
 // its first bytes. Nothing is read twice.
