@@ -405,14 +405,16 @@ void FileTailer::scan(Clock::time_point now) {
   // Every file new to this look takes the restored entry of its own inode before any takes one by
   // its first bytes: rotated while the service was down, the file now at the old path may begin
   // with the same line as the one renamed, and would take that one's entry.
+  // So does a file renamed out of the globs while the service was down, found by its inode in its
+  // directory: the new file at its path, beginning with the same header, would take its entry.
   if (!restored_.empty()) {
     for (File* file : fresh)
       (void)identify(*file, now, true);
+    if (first_scan_) recover_renamed(now);
   }
   for (File* file : fresh) {
     if (file->state == File::State::waiting) (void)identify(*file, now);
   }
-  if (first_scan_ && !restored_.empty()) recover_renamed(now);
   // Too short at the first look to know (empty, or its first line unfinished), a file held no
   // whole line for `start_at_end` to skip: whatever comes later is read, from its beginning.
   if (first_scan_) {
