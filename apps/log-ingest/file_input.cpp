@@ -291,14 +291,17 @@ void FileInput::follow() {
     // again after a crash. Saved only between polls, it would lag by a whole poll's reads.
     save_if_due();
     for (;;) {
+      // Stopping, the input hands over nothing more of this poll (which may hold a megabyte of
+      // every file, catching up): what it gives up is not in the checkpoint, and is read after
+      // the restart, once.
+      if (ingress_.closed() || stop_.load(std::memory_order_relaxed)) {
+        token.fail();
+        return false;
+      }
       const auto due = last_save + file.checkpoint_interval - Clock::now();
       const auto wait = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(due),
                                  std::chrono::milliseconds(1));
       if (ingress_.try_push_for(delivery, counters_, wait)) return true;
-      if (ingress_.closed()) {
-        token.fail();
-        return false;
-      }
       save_if_due();
     }
   };
@@ -325,8 +328,8 @@ void FileInput::follow() {
     }
   }
   finished_.store(true, std::memory_order_release);
-  // Everything read is in the Ingress. The last checkpoint waits for the outputs to write it all
-  // (the service drains, then destroys the input), saving on the way.
+  // Everything handed over is in the Ingress. The last checkpoint waits for the outputs to write
+  // it all (the service drains, then destroys the input), saving on the way.
   while (!closing_.load(std::memory_order_relaxed) && !tailer.acknowledged()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     save_if_due();

@@ -14,8 +14,9 @@
 //   starts as if it had none (every file from its beginning: lines may repeat, none is lost).
 //
 // Contract: ServiceInput's, except that `finished()` may be called from any thread. After
-// stop_accepting it reads no more and finishes; its thread then waits for the outputs to write
-// what it handed over and saves the last checkpoint, until the input is destroyed. `abandon()`
+// stop_accepting it hands over nothing more (what it read and had not handed over is left to the
+// next start) and finishes; its thread then waits for the outputs to write what it handed over
+// and saves the last checkpoint, until the input is destroyed. `abandon()`
 // (the pipeline failed: what was dropped must be read again) saves nothing more.
 #pragma once
 

@@ -115,4 +115,55 @@ TEST(FileInput, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
   fs::remove_all(dir);
 }
 
+// Asked to stop while it catches up on eight files, the input hands over nothing more of the poll
+// it is in (a megabyte of each file), and its last checkpoint holds exactly what it handed over.
+TEST(FileInput, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-file-input-stop-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "logs");
+  for (int f = 0; f < 8; ++f) {
+    std::string name = "f";
+    name.append(std::to_string(f)).append(".log");
+    std::ofstream log(dir / "logs" / name);
+    for (int i = 0; i < 12'000; ++i)  // about 1 MB each
+      log << "<13>Jun  1 00:00:00 host app: line " << i << " of a file caught up on at once\n";
+  }
+  InputConfig config;
+  config.name = "app";
+  config.type = InputType::file;
+  config.file.include = {(dir / "logs" / "*.log").string()};
+  Ingress ingress(1);
+  InputCounters counters("app");
+  std::uint64_t handed_over = 0;
+  std::size_t after_stop = 0;
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    for (int i = 0; i < 2; ++i) {
+      std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+      ASSERT_TRUE(chunk.has_value());
+      handed_over += chunk->text.size();
+    }
+    input.stop_accepting();
+    for (int i = 0; i < 1000 && !input.finished(); ++i)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_TRUE(input.finished());
+    ingress.close();
+    while (std::optional<conveyor::stages::Chunk> chunk = ingress.pop()) {
+      handed_over += chunk->text.size();
+      ++after_stop;
+    }
+  }
+  EXPECT_LE(after_stop, 2U) << "it went on with its poll";
+  const conveyor::stages::CheckpointLoad saved =
+      conveyor::stages::CheckpointFile((dir / "state" / "app.checkpoint").string()).load();
+  std::uint64_t checkpointed = 0;
+  for (const conveyor::stages::CheckpointEntry& entry : saved.entries)
+    checkpointed += entry.offset;
+  EXPECT_EQ(checkpointed, handed_over);
+  fs::remove_all(dir);
+}
+
 }  // namespace
