@@ -35,7 +35,6 @@ class HttpConnection final : public StreamConnection,
       : owner_(owner),
         stream_(std::move(socket), owner.tls()),
         idle_(stream_.get_executor()),
-        retry_(stream_.get_executor()),
         builder_(owner.input_),
         buffer_(header_limit + owner.limits_.max_body_bytes) {}
 
@@ -142,12 +141,21 @@ class HttpConnection final : public StreamConnection,
 
   // The body's other chunks, waiting for room: its first is in, so it is taken whole.
   void push_rest() {
-    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
-    if (builder_.ready()) {
-      retry_.expires_after(std::chrono::milliseconds(1));
-      retry_.async_wait([self = shared_from_this()](const error_code&) { self->push_rest(); });
+    if (!handed_over()) {
+      owner_.room().wait([self = shared_from_this()] {
+        if (!self->handed_over()) return false;
+        self->answer_accepted();
+        return true;
+      });
       return;
     }
+    answer_accepted();
+  }
+  bool handed_over() {
+    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
+    return !builder_.ready();
+  }
+  void answer_accepted() {
     std::string answer = R"({"accepted":)";
     respond(http::status::ok, answer.append(std::to_string(accepted_)).append("}"), false);
   }
@@ -194,7 +202,6 @@ class HttpConnection final : public StreamConnection,
   HttpInput& owner_;
   ClientStream stream_;
   asio::steady_timer idle_;
-  asio::steady_timer retry_;
   ChunkBuilder builder_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;

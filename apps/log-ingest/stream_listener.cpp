@@ -28,7 +28,11 @@ bool out_of_resources(const error_code& error) {
 StreamListener::StreamListener(asio::io_context& io, const InputConfig& config,
                                const LimitsConfig& limits, Ingress& ingress,
                                InputCounters& counters)
-    : ServiceInput(config, limits, ingress, counters), io_(io), acceptor_(io), pause_(io) {
+    : ServiceInput(config, limits, ingress, counters),
+      io_(io),
+      acceptor_(io),
+      pause_(io),
+      room_(io) {
   if (config.tls.enabled()) tls_ = make_tls_context(config);
   const Endpoint endpoint = parse_endpoint(config.listen);
   const tcp::endpoint at(endpoint.address, endpoint.port);

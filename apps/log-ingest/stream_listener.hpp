@@ -21,6 +21,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "room_wait.hpp"
 #include "serve_config.hpp"
 #include "service_input.hpp"
 
@@ -59,6 +60,8 @@ class StreamListener : public ServiceInput {
   // Set on a TLS input.
   [[nodiscard]] boost::asio::ssl::context* tls() const noexcept { return tls_.get(); }
   [[nodiscard]] bool accepting() const noexcept { return accepting_; }
+  // Where connections wait for room in the Ingress.
+  [[nodiscard]] RoomWait& room() noexcept { return room_; }
 
  private:
   void accept();
@@ -74,6 +77,7 @@ class StreamListener : public ServiceInput {
   std::unique_ptr<boost::asio::ssl::context> tls_;
   bool accepting_ = false;
   std::unordered_set<StreamConnection*> connections_;  // open ones, each owned by its handlers
+  RoomWait room_;  // holds the connections that wait: they go before the listener
 };
 
 }  // namespace conveyor::log_ingest

@@ -26,7 +26,6 @@ class TcpConnection final : public StreamConnection,
       : owner_(owner),
         stream_(std::move(socket), owner.tls()),
         idle_(stream_.get_executor()),
-        retry_(stream_.get_executor()),
         decoder_({.max_frame_bytes = owner.limits_.max_frame_bytes},
                  owner.config_.type == InputType::syslog_tcp ? stages::Framing::rfc6587
                                                              : stages::Framing::lines),
@@ -95,15 +94,24 @@ class TcpConnection final : public StreamConnection,
     deliver();
   }
 
-  // Hands the chunks to the Ingress, waiting while it is full; then reads on, or ends.
+  // Hands the chunks to the Ingress, waiting in the listener's line while it is full (not
+  // reading meanwhile is the backpressure); then reads on, or ends.
   void deliver() {
-    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
-    if (builder_.ready()) {
-      // Full: try again shortly. Not reading meanwhile is the backpressure.
-      retry_.expires_after(std::chrono::milliseconds(1));
-      retry_.async_wait([self = shared_from_this()](const error_code&) { self->deliver(); });
+    if (!handed_over()) {
+      owner_.room().wait([self = shared_from_this()] {
+        if (!self->handed_over()) return false;
+        self->go_on();
+        return true;
+      });
       return;
     }
+    go_on();
+  }
+  bool handed_over() {
+    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
+    return !builder_.ready();
+  }
+  void go_on() {
     if (ending_) {
       close();
       owner_.closed(this);
@@ -115,7 +123,6 @@ class TcpConnection final : public StreamConnection,
   TcpInput& owner_;
   ClientStream stream_;
   asio::steady_timer idle_;
-  asio::steady_timer retry_;
   stages::FrameDecoder decoder_;
   ChunkBuilder builder_;
   std::uint64_t idle_armed_ = 0;  // the idle clock's waits armed so far

@@ -184,18 +184,6 @@ TEST(LogIngestServe, UdpDatagramsAreAllAccountedFor) {
   EXPECT_EQ(lines_of(service.records()).size(), counts.at("written"));
 }
 
-// CPU seconds a process has used, from /proc.
-double cpu_seconds(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i)
-    if (i >= 14) ticks += std::stod(field);  // utime, stime
-  return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
 // Out of file descriptors (its limit lowered to what it holds and four more), the service does not
 // retry the failing accept at once, which would spin: it waits, using next to no CPU, while the
 // clients wait in the backlog; once it may open descriptors again, every message is written.
