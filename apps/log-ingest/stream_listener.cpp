@@ -77,12 +77,17 @@ void StreamListener::accept() {
       accept();  // a client that went away before it was accepted: try the next
       return;
     }
-    adopt(std::move(socket));
-    if (accepting_) accept();
+    StreamConnection* const connection = adopt(std::move(socket));
+    if (accepting_) {
+      accept();
+    } else if (connection != nullptr && connections_.count(connection) != 0) {
+      // Accepted before the drain began, taken in after: it drains like the others.
+      connection->drain();
+    }
   });
 }
 
-void StreamListener::adopt(tcp::socket socket) {
+StreamConnection* StreamListener::adopt(tcp::socket socket) {
   // The input's connections: after a reload that replaced this listener's input, those of the
   // one it replaced, still draining, share its counters, and max_connections bounds them all.
   // Relaxed: every listener changes the count on the I/O thread; other threads only read it.
@@ -90,13 +95,14 @@ void StreamListener::adopt(tcp::socket socket) {
     InputCounters::add(counters_.connections_rejected, 1);
     error_code ignored;
     socket.close(ignored);
-    return;
+    return nullptr;
   }
   const std::shared_ptr<StreamConnection> connection = connect(std::move(socket));
   connections_.insert(connection.get());
   counters_.connections.fetch_add(1, std::memory_order_relaxed);
   InputCounters::add(counters_.connections_total, 1);
   connection->start();
+  return connection.get();
 }
 
 void StreamListener::closed(StreamConnection* connection) {
@@ -115,7 +121,7 @@ void StreamListener::stop_accepting() {
   while (!error) {
     tcp::socket socket(io_);
     acceptor_.accept(socket, error);
-    if (!error) adopt(std::move(socket));
+    if (!error) (void)adopt(std::move(socket));
   }
   error_code ignored;
   acceptor_.close(ignored);

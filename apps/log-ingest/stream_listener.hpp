@@ -65,7 +65,8 @@ class StreamListener : public ServiceInput {
 
  private:
   void accept();
-  void adopt(boost::asio::ip::tcp::socket socket);
+  // The connection taken in, or null (over max_connections).
+  StreamConnection* adopt(boost::asio::ip::tcp::socket socket);
 
   boost::asio::io_context& io_;
   // What the handlers look at before they touch the listener: a reload may destroy it while its
