@@ -58,51 +58,54 @@ void send_all(std::uint16_t port) {
   ::close(fd);
 }
 
-struct UdpFixture {
-  UdpFixture() {
-    config.name = "udp";
-    config.type = InputType::syslog_udp;
-    config.listen = "127.0.0.1:0";
-  }
-  boost::asio::io_context io;
+InputConfig udp_config() {
   InputConfig config;
-  Ingress ingress{1024};
-  InputCounters counters{"udp"};
-};
+  config.name = "udp";
+  config.type = InputType::syslog_udp;
+  config.listen = "127.0.0.1:0";
+  return config;
+}
 
 std::uint16_t port_of(const UdpInput& input) {
   const std::string where = input.where();
   return static_cast<std::uint16_t>(std::stoi(where.substr(where.rfind(':') + 1)));
 }
 
+// An input on an io_context that is not running yet, with the datagrams queued to it.
+struct UdpFixture {
+  UdpFixture() { send_all(port_of(input)); }
+  [[nodiscard]] std::uint64_t received() const { return InputCounters::read(counters.received); }
+
+  boost::asio::io_context io;
+  Ingress ingress{1024};
+  InputCounters counters{"udp"};
+  UdpInput input{io, udp_config(), LimitsConfig{}, ingress, counters};
+};
+
 // One turn of the I/O thread reads a few chunks of a long queue, not all of it, and gives the
 // thread back; later turns read the rest without a datagram more to wake the input.
 TEST(UdpInput, AQueueOfDatagramsLeavesTheIoThreadToItsOtherWork) {
   if (!kernel_holds_them()) GTEST_SKIP() << "needs root or net.core.rmem_max >= 4 MiB";
   conveyor::testing::Watchdog watchdog(60s);
-  UdpFixture fixture;
-  UdpInput input(fixture.io, fixture.config, LimitsConfig{}, fixture.ingress, fixture.counters);
-  send_all(port_of(input));
-  input.start();
-  ASSERT_EQ(fixture.io.run_one(), 1U);  // the input's first turn: nothing else is queued
-  const std::uint64_t first_turn = InputCounters::read(fixture.counters.received);
+  UdpFixture queued;
+  queued.input.start();
+  ASSERT_EQ(queued.io.run_one(), 1U);  // the input's first turn: nothing else is queued
+  const std::uint64_t first_turn = queued.received();
   EXPECT_GT(first_turn, 0U);
   EXPECT_LT(first_turn, static_cast<std::uint64_t>(datagrams)) << "one turn read them all";
-  for (int i = 0; i < 300 && InputCounters::read(fixture.counters.received) < datagrams; ++i)
-    (void)fixture.io.run_one_for(100ms);
-  EXPECT_EQ(InputCounters::read(fixture.counters.received), static_cast<std::uint64_t>(datagrams));
+  for (int i = 0; i < 300 && queued.received() < datagrams; ++i)
+    (void)queued.io.run_one_for(100ms);
+  EXPECT_EQ(queued.received(), static_cast<std::uint64_t>(datagrams));
 }
 
 // The drain reads what was queued when it began, then closes.
 TEST(UdpInput, StopAcceptingReadsWhatIsQueuedThenCloses) {
   if (!kernel_holds_them()) GTEST_SKIP() << "needs root or net.core.rmem_max >= 4 MiB";
   conveyor::testing::Watchdog watchdog(60s);
-  UdpFixture fixture;
-  UdpInput input(fixture.io, fixture.config, LimitsConfig{}, fixture.ingress, fixture.counters);
-  send_all(port_of(input));
-  input.stop_accepting();
-  EXPECT_TRUE(input.finished());
-  EXPECT_EQ(InputCounters::read(fixture.counters.received), static_cast<std::uint64_t>(datagrams));
+  UdpFixture queued;
+  queued.input.stop_accepting();
+  EXPECT_TRUE(queued.input.finished());
+  EXPECT_EQ(queued.received(), static_cast<std::uint64_t>(datagrams));
 }
 
 }  // namespace

@@ -94,6 +94,14 @@ class StalledOutput {
   std::string text_;
 };
 
+// A service whose records go to a StalledOutput, made into `output`, behind a short queue.
+ServiceSetup stalled_setup(std::unique_ptr<StalledOutput>& output) {
+  return ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
+                      .prepare = [&output](const fs::path& dir) {
+                        output = std::make_unique<StalledOutput>(dir / "records.jsonl");
+                      }};
+}
+
 // The service's peak resident memory, in MiB.
 double peak_rss_mib(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -318,11 +326,7 @@ TEST(LogIngestServeOps, HttpsIngest) {
 TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
   conveyor::testing::Watchdog watchdog(300s);
   std::unique_ptr<StalledOutput> output;
-  Service service("stall",
-                  ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
-                               .prepare = [&](const fs::path& dir) {
-                                 output = std::make_unique<StalledOutput>(dir / "records.jsonl");
-                               }});
+  Service service("stall", stalled_setup(output));
   const std::uint16_t port = service.port("syslog_tcp");
   std::atomic<std::uint64_t> sent_bytes{0};
   std::atomic<int> finished{0};
@@ -402,11 +406,7 @@ TEST(LogIngestServeOps, ManyHeldBackConnectionsCostNextToNoCpu) {
 #endif
   conveyor::testing::Watchdog watchdog(300s);
   std::unique_ptr<StalledOutput> output;
-  Service service("held-back",
-                  ServiceSetup{.pipeline_yaml = "  workers: 2\n  queue_chunks: 4\n",
-                               .prepare = [&](const fs::path& dir) {
-                                 output = std::make_unique<StalledOutput>(dir / "records.jsonl");
-                               }});
+  Service service("held-back", stalled_setup(output));
   const std::uint16_t port = service.port("syslog_tcp");
   constexpr int held_clients = 800;
   constexpr int messages_each = 2000;  // about 200 KB each: more than the pipeline holds

@@ -63,6 +63,16 @@ class FileTailerTest : public ::testing::Test {
     return options;
   }
 
+  // Writes a.log (a-0 to a-9); options that close a file idle for 1 s and look for files once an
+  // hour.
+  [[nodiscard]] TailOptions with_idle_a_log() const {
+    append_lines("a.log", "a-", 0, 10);
+    TailOptions tail = options();
+    tail.close_idle = 1s;
+    tail.glob_interval = std::chrono::hours(1);
+    return tail;
+  }
+
   fs::path dir_;
 };
 
@@ -112,6 +122,13 @@ Clock::time_point settle(FileTailer& tailer, Collected& out, Clock::time_point n
     if (tailer.poll(out.emit(), now) == 0 && i > 2) break;
   }
   return now;
+}
+
+// a.log's lines a-0..a-9 read, then a.log idle for close_idle and closed (tailers made with
+// FileTailerTest::with_idle_a_log(), which look for files once only).
+Clock::time_point read_until_closed_idle(FileTailer& tailer, Collected& out) {
+  const Clock::time_point now = settle(tailer, out, Clock::now());
+  return settle(tailer, out, now + 2s);
 }
 
 // A tailer run until it has read everything, which is then delivered; its checkpoint.
@@ -328,14 +345,9 @@ TEST_F(FileTailerTest, AFileClosedAsIdleAndRenamedAwayIsReadToItsEnd) {
 // Closed while idle, then written to: a watcher's word that its path was written to opens it
 // again at once, and the next poll reads on, long before the next look.
 TEST_F(FileTailerTest, AFileClosedAsIdleIsReadOnOnceItIsWrittenTo) {
-  append_lines("a.log", "a-", 0, 10);
-  TailOptions tail = options();
-  tail.close_idle = 1s;
-  tail.glob_interval = std::chrono::hours(1);
-  FileTailer tailer(tail, Input{"files"}, {});
+  FileTailer tailer(with_idle_a_log(), Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  const Clock::time_point now = read_until_closed_idle(tailer, out);
   ASSERT_TRUE(tailer.closed_idle());
   EXPECT_EQ(tailer.stats().open_files.load(), 0U);
   append_lines("a.log", "a-", 10, 20);
@@ -350,14 +362,9 @@ TEST_F(FileTailerTest, AFileClosedAsIdleIsReadOnOnceItIsWrittenTo) {
 
 // Closed while idle, and another file put at its path since: modified() leaves both to a look.
 TEST_F(FileTailerTest, AWriteToAnotherFileAtAnIdleFilesPathIsLeftToALook) {
-  append_lines("a.log", "a-", 0, 10);
-  TailOptions tail = options();
-  tail.close_idle = 1s;
-  tail.glob_interval = std::chrono::hours(1);
-  FileTailer tailer(tail, Input{"files"}, {});
+  FileTailer tailer(with_idle_a_log(), Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  now = settle(tailer, out, now + 2s);
+  const Clock::time_point now = read_until_closed_idle(tailer, out);
   ASSERT_TRUE(tailer.closed_idle());
   fs::rename(path("a.log"), path("a.log.1"));
   append_lines("a.log", "new-", 0, 5);
