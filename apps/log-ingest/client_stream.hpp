@@ -3,7 +3,8 @@
 // `handshake` is a no-op on a plain stream.
 //
 // Contract: used on the I/O thread only, like the socket it owns. `close` shuts the socket down;
-// operations in progress complete with an error. A TLS stream reads and writes only after its
+// operations in progress complete with an error. `cancel` ends them with operation_aborted,
+// leaving the socket open. A TLS stream reads and writes only after its
 // handshake succeeded.
 #pragma once
 
@@ -61,6 +62,13 @@ class ClientStream {
     } else {
       socket_.async_write_some(buffers, std::forward<Handler>(done));
     }
+  }
+
+  // Ends the read or write in progress with operation_aborted; one that already completed (its
+  // handler queued) is not touched.
+  void cancel() {
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
   }
 
   void close() {

@@ -56,9 +56,11 @@ class HttpConnection final : public StreamConnection,
     // Between requests with nothing of the next one read or waiting to be: nothing is in flight.
     // The parser takes a body's bytes out of the buffer as it goes, so an empty buffer alone does
     // not say that; and a client just taken from the backlog has sent what it sent, unread.
+    // The wait is cancelled rather than the connection closed: a read that already took a
+    // request (its handler queued, its bytes not in the buffer yet) still answers it, and closes.
     if (waiting_ && buffer_.size() == 0 && !(parser_ && parser_->got_some()) &&
         !stream_.has_unread_input()) {
-      close();
+      stream_.cancel();
     }
   }
 

@@ -614,6 +614,60 @@ TEST(LogIngestServeOps, HttpDrainAnswersTheRequestInProgress) {
   EXPECT_EQ(accounting(service.log(), "drained").at("written"), 100U) << service.log();
 }
 
+// Keep-alive clients that POST one line after another while the service drains: every line
+// written was answered 200, and every line answered 200 was written. (A request read just as the
+// drain began used to be written, its connection closed before its answer: the client, seeing no
+// answer, would send it again.)
+TEST(LogIngestServeOps, HttpDrainAnswersEveryRequestItTook) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("http-keepalive", ServiceSetup{.inputs_yaml = "  - {name: web, type: http, "
+                                                                "listen: \"127.0.0.1:0\"}\n"});
+  const std::uint16_t port = service.port("web");
+  constexpr int clients_count = 16;
+  std::vector<std::set<std::string>> answered(clients_count);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < clients_count; ++c) {
+    clients.emplace_back([&, c] {
+      asio::io_context io;
+      asio::ip::tcp::socket socket(io);
+      boost::system::error_code error;
+      socket.connect({asio::ip::address_v4::loopback(), port}, error);
+      boost::beast::flat_buffer buffer;
+      for (int i = 0; i < 100'000 && !error; ++i) {
+        std::string line = R"({"time":"2024-10-11T22:14:15Z","method":"GET","path":"/)";
+        line.append(name("k", c, i)).append(R"(","status":200})").append("\n");
+        http::request<http::string_body> request(http::verb::post, "/ingest", 11);
+        request.set(http::field::host, "127.0.0.1");
+        request.body() = line;
+        request.prepare_payload();
+        http::write(socket, request, error);
+        if (error) break;
+        http::response<http::string_body> response;
+        http::read(socket, buffer, response, error);
+        if (!error && response.result_int() == 200) answered[c].insert(name("k", c, i));
+        if (!error && !response.keep_alive()) break;
+      }
+    });
+  }
+  std::this_thread::sleep_for(500ms);
+  service.child().send_signal(SIGTERM);
+  for (std::thread& client : clients)
+    client.join();
+  ASSERT_EQ(service.child().wait(60s), 0) << service.log();
+  std::set<std::string> all_answered;
+  for (const std::set<std::string>& some : answered)
+    all_answered.insert(some.begin(), some.end());
+  std::set<std::string> written;
+  for (const std::string& line : lines_of(service.records())) {
+    const std::size_t at = line.find("\"path\":\"/");
+    ASSERT_NE(at, std::string::npos) << line;
+    const std::size_t start = at + 9;
+    written.insert(line.substr(start, line.find('"', start) - start));
+  }
+  EXPECT_GT(written.size(), 0U);
+  EXPECT_EQ(written, all_answered);
+}
+
 // SIGHUP re-reads the configuration: an input that did not change keeps its connection, a
 // removed one stops, a new one opens; an invalid file changes nothing and the service stays up.
 TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
