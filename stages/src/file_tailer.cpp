@@ -410,7 +410,7 @@ void FileTailer::scan(Clock::time_point now) {
   if (!restored_.empty()) {
     for (File* file : fresh)
       (void)identify(*file, now, true);
-    if (first_scan_) recover_renamed(now);
+    if (first_scan_ || !waiting_recovery_.empty()) recover_renamed(now);
   }
   for (File* file : fresh) {
     if (file->state == File::State::waiting) (void)identify(*file, now);
@@ -492,15 +492,26 @@ void FileTailer::recover_renamed(Clock::time_point now) {
   // checkpoint. It is looked for by its inode in the directory it was in, taken only if it still
   // begins as it did (an inode can be reused), and read on from its offset as a detached file:
   // to its end, then let go.
+  // One found while max_open_files descriptors are open waits, kept, for a look that finds one
+  // free.
+  const bool again = !first_scan_;
   std::unordered_map<std::string, Listing> listings;
   for (std::size_t i = 0; i < restored_.size(); ++i) {
     const CheckpointEntry& entry = restored_[i];
     const InodeKey key{entry.device, entry.inode};
     if (claimed_[i] || listed_.contains(key) || by_inode_.contains(key)) continue;
-    if (open_files_ >= options_.max_open_files) return;
+    if (again && !waiting_recovery_.contains(key)) continue;
     const Listing& files_there = listing(listings, fs::path(entry.path).parent_path().string());
     const auto found = files_there.find(key);
-    if (found == files_there.end()) continue;
+    if (found == files_there.end()) {
+      waiting_recovery_.erase(key);
+      continue;
+    }
+    if (open_files_ >= options_.max_open_files) {
+      waiting_recovery_.insert(key);
+      continue;
+    }
+    waiting_recovery_.erase(key);
     std::unique_ptr<File> file = open_file(found->second, key, now);
     if (!file || !identify(*file, now, true)) continue;  // not the file it was: left alone
     by_inode_[key] = file.get();
@@ -699,9 +710,11 @@ void FileTailer::release_idle(Clock::time_point now) {
   if (!first_scan_ && !restored_.empty() && now - first_scan_at_ >= options_.rotate_wait) {
     // rotate_wait after the first look, a restored entry is let go once a file took it or no
     // path the globs list has its inode. One whose file is listed but not taken in yet (past
-    // max_open_files, or its first line unfinished) stays, and is saved, until it is.
+    // max_open_files, or its first line unfinished), or renamed away and waiting for a descriptor,
+    // stays, and is saved, until it is.
     const auto keeps = [&](std::size_t i) {
-      return !claimed_[i] && listed_.contains(InodeKey{restored_[i].device, restored_[i].inode});
+      const InodeKey key{restored_[i].device, restored_[i].inode};
+      return !claimed_[i] && (listed_.contains(key) || waiting_recovery_.contains(key));
     };
     std::size_t kept = 0;
     for (std::size_t i = 0; i < restored_.size(); ++i)
@@ -713,7 +726,10 @@ void FileTailer::release_idle(Clock::time_point now) {
         if (keeps(i)) entries.push_back(restored_[i]);
       restore(std::move(entries));
     }
-    if (restored_.empty()) listed_.clear();
+    if (restored_.empty()) {
+      listed_.clear();
+      waiting_recovery_.clear();
+    }
   }
 }
 

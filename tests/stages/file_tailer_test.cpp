@@ -262,6 +262,33 @@ TEST_F(FileTailerTest, AFileRenamedOutOfTheGlobsWhileDownIsReadOnFromItsCheckpoi
   EXPECT_EQ(entries.front().path, path("a.log"));
 }
 
+// Two files renamed out of the globs while the service was down, and one descriptor allowed: the
+// second waits, remembered, until the first is read and closed, and is then read on too.
+TEST_F(FileTailerTest, FilesRenamedAwayWhileDownPastTheDescriptorCapAreAllReadOn) {
+  append_lines("a.log", "a-", 0, 50);
+  append_lines("b.log", "b-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  ASSERT_EQ(saved.size(), 2U);
+  append_lines("a.log", "a-", 50, 60);
+  append_lines("b.log", "b-", 50, 60);
+  fs::rename(path("a.log"), path("a.log-20240601"));
+  fs::rename(path("b.log"), path("b.log-20240601"));
+  TailOptions capped = options();
+  capped.max_open_files = 1;
+  FileTailer again(capped, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  out.release();
+  now = settle(again, out, now + 2s);  // the first read to its end: closed after rotate_wait
+  out.release();
+  now = settle(again, out, now + 2s);
+  (void)settle(again, out, now + 2s);
+  EXPECT_TRUE(out.each_once("a-", 50, 60));
+  EXPECT_TRUE(out.each_once("b-", 50, 60));
+  EXPECT_EQ(out.lines.count("a-0") + out.lines.count("b-0"), 0U);
+}
+
 // The same, for files that begin with a header line: the new file at the path begins as the
 // renamed one did, and must not take its checkpoint entry (it would start at the renamed file's
 // offset, and the renamed file's last lines would not be read).

@@ -110,7 +110,8 @@ class FileTailer {
   // Detached files that were closed as idle: opened again where they were renamed to.
   void reopen_renamed(const std::vector<File*>& files);
   // At the first look, restored entries whose inode no listed path has: found where they were
-  // renamed to in their directory, and read from their offset to their end.
+  // renamed to in their directory, and read from their offset to their end (at a later look,
+  // those that max_open_files held back then).
   void recover_renamed(Clock::time_point now);
   // The restored entries, none taken yet, and their indexes.
   void restore(std::vector<CheckpointEntry> entries);
@@ -150,6 +151,8 @@ class FileTailer {
   std::size_t longest_restored_ = 0;  // the longest fingerprint among them
   // While restored entries are left: the inodes at the paths the last look listed.
   std::unordered_set<InodeKey, InodeHash> listed_;
+  // Restored entries found renamed in their directory while max_open_files were open.
+  std::unordered_set<InodeKey, InodeHash> waiting_recovery_;
   std::size_t open_files_ = 0;  // descriptors the files hold; declared before them
   std::vector<std::unique_ptr<File>> files_;
   std::unordered_map<InodeKey, File*, InodeHash> by_inode_;  // every file but parked ones
