@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -61,6 +62,39 @@ std::string head_of(int fd, std::size_t size) {
   }
   head.resize(got);
   return head;
+}
+
+bool compressed_file(int fd) {
+  return head_of(fd, 2) == "\x1f\x8b";
+}
+
+// The first `size` bytes of what a gzip file holds, inflated: fewer if it holds fewer, or if it is
+// not whole yet (gzip is still writing it).
+std::string inflated_head_of(int fd, std::size_t size) {
+  std::string out(size, '\0');
+  z_stream stream{};
+  if (::inflateInit2(&stream, MAX_WBITS + 16) != Z_OK) return {};
+  std::string in(std::size_t{16} << 10, '\0');
+  off_t at = 0;
+  std::size_t got = 0;
+  int status = Z_OK;
+  while (got < size && status == Z_OK) {
+    if (stream.avail_in == 0) {
+      const ssize_t n = ::pread(fd, in.data(), in.size(), at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      at += n;
+      stream.next_in = reinterpret_cast<Bytef*>(in.data());  // NOLINT: zlib's buffer type
+      stream.avail_in = static_cast<uInt>(n);
+    }
+    stream.next_out = reinterpret_cast<Bytef*>(out.data() + got);  // NOLINT: as above
+    stream.avail_out = static_cast<uInt>(size - got);
+    status = ::inflate(&stream, Z_NO_FLUSH);
+    got = size - stream.avail_out;
+  }
+  ::inflateEnd(&stream);
+  out.resize(got);
+  return out;
 }
 
 std::uint64_t size_of(int fd) {
@@ -209,8 +243,12 @@ std::unique_ptr<FileTailer::File> FileTailer::open_file(const std::string& path,
 bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only) {
   if (file.fd < 0) return false;
   const std::uint64_t size = size_of(file.fd);
+  // A compressed file is known by what it holds: the compressed form of a file read already has
+  // its first bytes.
+  const bool compressed = compressed_file(file.fd);
+  const std::size_t head_bytes = std::max(options_.fingerprint_bytes, longest_restored_);
   const std::string head =
-      head_of(file.fd, std::max(options_.fingerprint_bytes, longest_restored_));
+      compressed ? inflated_head_of(file.fd, head_bytes) : head_of(file.fd, head_bytes);
   const std::string_view first(head.data(), std::min(head.size(), options_.fingerprint_bytes));
   const std::size_t newline = first.find('\n');
   std::size_t length = 0;
@@ -235,9 +273,21 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   std::optional<std::size_t> entry;
   const auto [same_inode, same_inode_end] =
       restored_by_inode_.equal_range(InodeKey{file.device, file.inode});
+  // A compressed file's entry saved by an earlier version holds its compressed bytes' hash.
+  const std::vector<std::uint64_t> raw_hashes = compressed && same_inode != same_inode_end
+                                                    ? prefix_hashes(head_of(file.fd, head_bytes))
+                                                    : std::vector<std::uint64_t>{};
+  bool by_raw_hash = false;  // then it keeps the fingerprint it has now
   for (auto it = same_inode; it != same_inode_end && !entry; ++it) {
     const CheckpointEntry& e = restored_[it->second];
-    if (!claimed_[it->second] && matches(e.fingerprint, e.fingerprint_length)) entry = it->second;
+    if (claimed_[it->second]) continue;
+    if (matches(e.fingerprint, e.fingerprint_length)) {
+      entry = it->second;
+    } else if (e.fingerprint_length < raw_hashes.size() &&
+               raw_hashes[e.fingerprint_length] == e.fingerprint) {
+      entry = it->second;
+      by_raw_hash = true;
+    }
   }
   if (by_inode_only && !entry) return false;
   for (std::size_t over = 1; over < hashes.size() && !entry; ++over) {
@@ -253,11 +303,13 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     const CheckpointEntry& e = restored_[*entry];
-    file.fingerprint = e.fingerprint;
-    file.fingerprint_length = e.fingerprint_length;
+    if (!by_raw_hash) {
+      file.fingerprint = e.fingerprint;
+      file.fingerprint_length = e.fingerprint_length;
+    }
     file.start = e.offset;
     // Truncated while the service was down (a gzip file's offset counts inflated bytes).
-    if (size < file.start && !head.starts_with("\x1f\x8b")) {
+    if (size < file.start && !compressed) {
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
@@ -269,8 +321,16 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   for (auto it = twins; it != twins_end; ++it) {
     File* const other = it->second;
     if (other == &file || (other->device == file.device && other->inode == file.inode) ||
-        other->fingerprint_length != file.fingerprint_length) {
-      continue;
+        other->fingerprint_length != file.fingerprint_length || other->compressed) {
+      continue;  // a compressed file is never the source of another
+    }
+    if (compressed) {
+      // The compressed form of a file read already (logrotate's compress), or about to be: it
+      // goes on from where that one ends, so that no line is read twice.
+      file.start = std::max(other->position, other->fd >= 0 ? size_of(other->fd) : 0);
+      stats_.copies.fetch_add(1, std::memory_order_relaxed);
+      adopt(file);
+      return true;
     }
     if (other->state == File::State::parked) {
       // The copy of a file truncated before it was found: it goes on where that one was.
@@ -310,7 +370,7 @@ void FileTailer::unindex(File& file) {
 
 void FileTailer::adopt(File& file) {
   file.position = file.start;
-  if (head_of(file.fd, 2) == "\x1f\x8b") {
+  if (compressed_file(file.fd)) {
     // A compressed file (a rotated *.gz): read once, from its start, never followed. The stream
     // reads the file's one descriptor (its other readers use pread, at no offset).
     file.gzip = std::make_unique<detail::ByteStream>(file.fd, file.path, -1);

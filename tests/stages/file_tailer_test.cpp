@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -730,6 +731,74 @@ TEST_F(FileTailerTest, ADeletedFileIsReadToItsEndThenClosed) {
   (void)settle(tailer, out, now + 2s);
   EXPECT_EQ(tailer.stats().open_files.load(), 0U);
   EXPECT_TRUE(tailer.checkpoint().empty());
+}
+
+// `from`, gzipped into `to` (as logrotate's compress does, before it deletes `from`).
+void gzip_file(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  gzFile out = ::gzopen(to.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(::gzwrite(out, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ::gzclose(out);
+}
+
+// A rotated file that the globs take, compressed later (logrotate's delaycompress): the
+// compressed file begins, inflated, as the one read already did, and goes on from where that one
+// was read to. Not a line twice, while the service runs or across a restart.
+TEST_F(FileTailerTest, TheCompressedFormOfAFileReadAlreadyIsNotReadAgain) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("app.log.1", "one-", 0, 100);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  gzip_file(path("app.log.1"), path("app.log.2.gz"));
+  now = settle(tailer, out, now);
+  fs::remove(path("app.log.1"));
+  now = settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, 100));
+  EXPECT_EQ(out.lines.size(), 100U);
+  // Across a restart: lines written to app.log.1 after the checkpoint, then compressed while the
+  // service was down, come from the compressed file, and only those.
+  append_lines("app.log.1", "two-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(tail, first);
+  EXPECT_TRUE(first.each_once("one-", 0, 100));  // found with its compressed form: read once
+  EXPECT_TRUE(first.each_once("two-", 0, 50));
+  append_lines("app.log.1", "two-", 50, 60);
+  gzip_file(path("app.log.1"), path("app.log.3.gz"));
+  fs::remove(path("app.log.1"));
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.each_once("two-", 50, 60));
+  EXPECT_EQ(after.lines.size(), 10U);
+}
+
+// A compressed file's checkpoint entry saved before compressed files were known by their inflated
+// bytes (its fingerprint the hash of its compressed first line) still resumes it.
+TEST_F(FileTailerTest, ACompressedFilesEntryFromAnEarlierVersionStillResumesIt) {
+  append_lines("old.log", "z-", 0, 100);
+  gzip_file(path("old.log"), path("old.log.gz"));
+  fs::remove(path("old.log"));
+  Collected first;
+  std::vector<CheckpointEntry> saved = checkpoint_after_reading(options({path("*.gz")}), first);
+  ASSERT_EQ(saved.size(), 1U);
+  // As the earlier version saved it: the compressed bytes up to the length it has.
+  std::ifstream in(path("old.log.gz"), std::ios::binary);
+  std::string raw(saved.front().fingerprint_length, '\0');
+  in.read(raw.data(), static_cast<std::streamsize>(raw.size()));
+  std::uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, the tailer's
+  for (const char c : raw) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  saved.front().fingerprint = hash;
+  FileTailer again(options({path("*.gz")}), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, Clock::now());
+  EXPECT_TRUE(out.lines.empty()) << out.lines.size() << " lines read again";
 }
 
 // A compressed file under the globs (a rotated *.gz) is read once, whole, and not again after a
