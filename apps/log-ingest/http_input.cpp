@@ -132,6 +132,10 @@ class HttpConnection final : public StreamConnection,
     decoder.finish(builder_);
     builder_.seal();
     accepted_ = builder_.ready_messages();
+    // The body is in the chunks now. Its copy in the parser and the read buffer's room go, so
+    // that a connection that waits for room holds the body once, not two or three times.
+    std::string().swap(parser_->get().body());
+    buffer_.shrink_to_fit();
     // All or nothing: a body is refused only while none of it is taken.
     if (builder_.hand_over(owner_.ingress_, owner_.counters_) == 0 && builder_.ready()) {
       builder_.clear();
