@@ -85,6 +85,12 @@ class HttpConnection final : public StreamConnection,
   }
 
   void read_request() {
+    // Drained before its first read (taken from the backlog as the drain began, its handshake
+    // still to come) and silent: nothing is in flight, and no read should wait for it.
+    if (draining_ && buffer_.size() == 0 && !stream_.has_unread_input()) {
+      end();
+      return;
+    }
     parser_.emplace();
     parser_->header_limit(header_limit);
     parser_->body_limit(owner_.limits_.max_body_bytes);

@@ -668,6 +668,29 @@ TEST(LogIngestServeOps, HttpDrainAnswersEveryRequestItTook) {
   EXPECT_EQ(written, all_answered);
 }
 
+// Silent HTTP clients that wait in the listen backlog when the drain begins (the service is
+// stopped while they connect) are taken in and ended at once: the service exits long before its
+// drain timeout.
+TEST(LogIngestServeOps, HttpDrainEndsSilentClientsTakenFromTheBacklog) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("http-backlog", ServiceSetup{.service_yaml = "  drain_timeout: 20s\n",
+                                               .inputs_yaml = "  - {name: web, type: http, "
+                                                              "listen: \"127.0.0.1:0\"}\n"});
+  const std::uint16_t port = service.port("web");
+  service.child().send_signal(SIGSTOP);
+  asio::io_context io;  // before the sockets, which it outlives
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> silent;
+  for (int c = 0; c < 20; ++c) {  // the kernel connects them; the service does not accept yet
+    silent.push_back(std::make_unique<asio::ip::tcp::socket>(io));
+    silent.back()->connect({asio::ip::address_v4::loopback(), port});
+  }
+  service.child().send_signal(SIGTERM);  // pending until it goes on
+  const auto start = std::chrono::steady_clock::now();
+  service.child().send_signal(SIGCONT);
+  EXPECT_EQ(service.child().wait(60s), 0) << service.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "it waited for the silent clients";
+}
+
 // SIGHUP re-reads the configuration: an input that did not change keeps its connection, a
 // removed one stops, a new one opens; an invalid file changes nothing and the service stays up.
 TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
