@@ -19,6 +19,8 @@ namespace {
 // The most a datagram can carry, plus one byte to tell one that is cut off.
 constexpr std::size_t datagram_buffer = 65536;
 constexpr std::size_t chunk_bytes = 256U << 10U;
+// Datagrams a chunk takes at most: empty or tiny ones would never fill its bytes.
+constexpr std::size_t chunk_datagrams = 1024;
 // Chunks read at one turn of the I/O thread before its other handlers (the other inputs, the
 // drain's timer, the signals) get it back: a flood of datagrams must not keep it.
 constexpr std::size_t chunks_per_turn = 4;
@@ -77,12 +79,14 @@ void UdpInput::drain_some() {
 
 bool UdpInput::drain_once() {
   std::size_t bytes = 0;
-  while (bytes < chunk_bytes && socket_.is_open()) {
+  std::size_t datagrams = 0;
+  while (bytes < chunk_bytes && datagrams < chunk_datagrams && socket_.is_open()) {
     error_code error;
     udp::endpoint from;
     const std::size_t size = socket_.receive_from(asio::buffer(buffer_), from, 0, error);
     if (error) break;  // would_block: none left (others: nothing to read now either)
     bytes += size;
+    ++datagrams;
     InputCounters::add(counters_.bytes, size);
     std::string_view message(buffer_.data(), size);
     if (!message.empty() && message.back() == '\n') message.remove_suffix(1);
@@ -98,13 +102,13 @@ bool UdpInput::drain_once() {
     if (!ingress_.try_push(builder_.front(), counters_)) Ingress::drop(builder_.front(), counters_);
     builder_.pop();
   }
-  return bytes >= chunk_bytes;
+  return bytes >= chunk_bytes || datagrams >= chunk_datagrams;
 }
 
 void UdpInput::stop_accepting() {
   if (!socket_.is_open()) return;
-  // What the kernel held when the drain began, and not what a flood sends meanwhile: at most its
-  // receive buffer's worth, and a chunk more.
+  // About what the kernel held when the drain began, and not what a flood sends meanwhile: as
+  // many chunks as its receive buffer holds bytes, and one more.
   asio::socket_base::receive_buffer_size held;
   error_code unknown;
   socket_.get_option(held, unknown);

@@ -6,8 +6,8 @@
 // dead-lettered with its head.
 //
 // Contract: ServiceInput's. The constructor binds, and throws std::system_error naming the
-// address when it cannot. `stop_accepting` reads the datagrams already queued (at most a receive
-// buffer's worth, whatever is sent meanwhile), then closes.
+// address when it cannot. `stop_accepting` reads the datagrams already queued (a bounded number of
+// chunks, whatever is sent meanwhile), then closes.
 #pragma once
 
 #include <memory>

@@ -98,6 +98,30 @@ TEST(UdpInput, AQueueOfDatagramsLeavesTheIoThreadToItsOtherWork) {
   EXPECT_EQ(queued.received(), static_cast<std::uint64_t>(datagrams));
 }
 
+// Empty datagrams fill no chunk by their bytes: a turn still ends after a bounded number of them.
+TEST(UdpInput, AQueueOfEmptyDatagramsLeavesTheIoThreadToo) {
+  if (!kernel_holds_them()) GTEST_SKIP() << "needs root or net.core.rmem_max >= 4 MiB";
+  conveyor::testing::Watchdog watchdog(60s);
+  boost::asio::io_context io;
+  Ingress ingress{1024};
+  InputCounters counters{"udp"};
+  UdpInput input{io, udp_config(), LimitsConfig{}, ingress, counters};
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port_of(input));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  constexpr int empty = 6000;
+  for (int i = 0; i < empty; ++i)
+    ASSERT_EQ(::sendto(fd, "", 0, 0, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+  ::close(fd);
+  input.start();
+  ASSERT_EQ(io.run_one(), 1U);
+  // Six thousand datagrams, at most four chunks of 1,024 a turn: more turns are queued.
+  EXPECT_EQ(io.poll_one(), 1U) << "one turn read every datagram";
+}
+
 // The drain reads what was queued when it began, then closes.
 TEST(UdpInput, StopAcceptingReadsWhatIsQueuedThenCloses) {
   if (!kernel_holds_them()) GTEST_SKIP() << "needs root or net.core.rmem_max >= 4 MiB";
