@@ -132,7 +132,7 @@ struct FileTailer::File {
   std::unique_ptr<detail::ByteStream> gzip;
   std::uint64_t skip = 0;
   bool complete = false;
-  bool compressed = false;  // its offsets count inflated bytes, and `position` stays 0
+  bool compressed = false;  // its offsets count inflated bytes; `position` is not kept up
   std::shared_ptr<AckLedger> ledger;
   std::shared_ptr<const Input> input;
   File* copy_of = nullptr;
@@ -326,8 +326,21 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
     if (compressed) {
       // The compressed form of a file read already (logrotate's compress), or about to be: it
-      // goes on from where that one ends, so that no line is read twice.
-      file.start = std::max(other->position, other->fd >= 0 ? size_of(other->fd) : 0);
+      // goes on from where that one ends, so that no line is read twice. Only when what it holds
+      // begins as that file does for up to 64 KiB, not just its first line: files that share a
+      // header line are not each other's compressed form.
+      // (Or as much of it as the compressed file holds, when that file grew on after it was
+      // compressed, or gzip is still writing: 4 KiB of it at least.)
+      if (other->fd < 0 || other->state == File::State::parked) continue;
+      const std::uint64_t other_size = size_of(other->fd);
+      const auto compare =
+          static_cast<std::size_t>(std::min<std::uint64_t>(other_size, std::uint64_t{64} << 10));
+      const std::string inflated = inflated_head_of(file.fd, compare);
+      if (inflated.size() < std::min<std::size_t>(compare, 4096) ||
+          inflated != head_of(other->fd, inflated.size())) {
+        continue;
+      }
+      file.start = std::max(other->position, other_size);
       stats_.copies.fetch_add(1, std::memory_order_relaxed);
       adopt(file);
       return true;

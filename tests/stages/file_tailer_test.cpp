@@ -776,6 +776,23 @@ TEST_F(FileTailerTest, TheCompressedFormOfAFileReadAlreadyIsNotReadAgain) {
   EXPECT_EQ(after.lines.size(), 10U);
 }
 
+// A compressed file that only shares its first line with a file the tailer follows (a header, as
+// W3C and CSV logs have) is not that file's compressed form: it is read whole.
+TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {
+  append("app.log", "#Fields: date time uri\n");
+  append_lines("app.log", "live-", 0, 100);
+  append("other.log", "#Fields: date time uri\n");
+  append_lines("other.log", "archived-", 0, 100);
+  gzip_file(path("other.log"), path("other.log.1.gz"));
+  fs::remove(path("other.log"));
+  const TailOptions tail = options({path("app.log"), path("*.gz")});
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  (void)settle(tailer, out, Clock::now());
+  EXPECT_TRUE(out.each_once("live-", 0, 100));
+  EXPECT_TRUE(out.each_once("archived-", 0, 100));
+}
+
 // A compressed file's checkpoint entry saved before compressed files were known by their inflated
 // bytes (its fingerprint the hash of its compressed first line) still resumes it.
 TEST_F(FileTailerTest, ACompressedFilesEntryFromAnEarlierVersionStillResumesIt) {
