@@ -27,12 +27,14 @@ struct AckState {
   std::uint64_t next_sequence = 0;
   std::optional<std::uint64_t> acknowledged;
   bool failed = false;
+  bool stopped = false;  // fail_outstanding(): tokens issued from then on fail at once
 
   void settle(std::uint64_t sequence, bool failure) {
     {
       std::lock_guard lock(mutex);
       Slot& slot = slots[sequence - first_sequence];
-      slot.status = failure ? Status::failed : Status::settled;
+      // A token failed by fail_outstanding() stays failed, however it settles.
+      if (slot.status == Status::pending) slot.status = failure ? Status::failed : Status::settled;
       failed = failed || failure;
       while (!slots.empty() && slots.front().status == Status::settled) {
         acknowledged = slots.front().position;
@@ -110,7 +112,8 @@ AckToken AckLedger::issue(std::uint64_t position) {
   {
     std::lock_guard lock(state_->mutex);
     sequence = state_->next_sequence++;
-    state_->slots.push_back({position, detail::AckState::Status::pending});
+    state_->slots.push_back({position, state_->stopped ? detail::AckState::Status::failed
+                                                       : detail::AckState::Status::pending});
   }
   return AckToken(std::make_shared<detail::IssuedEntry>(state_, sequence));
 }
@@ -131,6 +134,17 @@ std::uint64_t AckLedger::outstanding() const {
   for (const detail::AckState::Slot& slot : state_->slots)
     pending += slot.status == detail::AckState::Status::pending ? 1 : 0;
   return pending;
+}
+
+void AckLedger::fail_outstanding() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopped = true;
+    state_->failed = true;
+    for (detail::AckState::Slot& slot : state_->slots)
+      slot.status = detail::AckState::Status::failed;
+  }
+  state_->advanced.notify_all();  // wait_acknowledged() returns false at once
 }
 
 bool AckLedger::wait_acknowledged(std::uint64_t position, std::chrono::milliseconds timeout) const {

@@ -25,6 +25,14 @@ void Control::fail(const std::exception_ptr& error) {
 }
 
 void Control::cancel() {
+  if (cancelled_.load(std::memory_order_relaxed)) return;
+  // Before the flag: a worker that sees it, and drops what it holds, settles after the handlers.
+  for (const auto& handler : on_cancel_) {
+    try {
+      handler();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a handler cannot fail a cancellation
+    }
+  }
   if (cancelled_.exchange(true, std::memory_order_seq_cst)) return;
   for (sync::Doorbell* bell : doorbells_)
     bell->ring_any();

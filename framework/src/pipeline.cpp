@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "conveyor/framework/ack.hpp"
 #include "conveyor/framework/detail/io_pool.hpp"
 #include "conveyor/sync/detail/ticks.hpp"
 
@@ -210,6 +211,13 @@ void Pipeline::add_observer(std::shared_ptr<Observer> observer) {
     throw std::logic_error("conveyor: add observers before the pipeline starts");
   }
   observers_.push_back(std::move(observer));
+}
+
+void Pipeline::fail_on_cancel(const std::shared_ptr<AckLedger>& ledger) {
+  if (state() != PipelineState::idle) {
+    throw std::logic_error("conveyor: tie ledgers to the pipeline before it starts");
+  }
+  ledgers_.push_back(ledger);
 }
 
 PipelineState Pipeline::state() const noexcept {
@@ -622,6 +630,13 @@ void Pipeline::start() {
   }
   control_.set_doorbells(std::move(all_bells));
   control_.set_failure_handler(options_.on_failure);
+  std::vector<std::function<void()>> on_cancel;
+  for (const std::weak_ptr<AckLedger>& tied : ledgers_) {
+    on_cancel.emplace_back([tied] {
+      if (const std::shared_ptr<AckLedger> ledger = tied.lock()) ledger->fail_outstanding();
+    });
+  }
+  control_.set_cancel_handlers(std::move(on_cancel));
   control_.expect_workers(static_cast<std::int32_t>(total_workers));
 
   std::vector<std::function<void()>> jobs;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "conveyor/framework/pipeline.hpp"
+#include "conveyor/framework/tee.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -96,6 +97,23 @@ TEST(AckLedger, ALastCopyDestroyedByAnExceptionFails) {
   kept.release();  // released outside the exception: settled, but the third holds the ledger
   EXPECT_EQ(ledger.acknowledged(), 2U);
   EXPECT_EQ(ledger.outstanding(), 0U);
+}
+
+TEST(AckLedger, FailOutstandingStopsTheLedgerWhereItIs) {
+  AckLedger ledger;
+  AckToken first = ledger.issue(1);
+  AckToken second = ledger.issue(2);
+  AckToken third = ledger.issue(3);
+  second.release();
+  first.release();
+  EXPECT_EQ(ledger.acknowledged(), 2U);
+  ledger.fail_outstanding();
+  EXPECT_TRUE(ledger.failed());
+  third.release();  // settled after the stop: still failed
+  AckToken later = ledger.issue(4);
+  later.release();  // issued after the stop: failed at once
+  EXPECT_EQ(ledger.acknowledged(), 2U);
+  EXPECT_FALSE(ledger.wait_acknowledged(4, 10s));  // at once, not after the timeout
 }
 
 // Two items joined into one carry both tokens: neither settles before the joined item goes, and
@@ -229,6 +247,84 @@ TEST(AckPipeline, TheSourceHearsOfAnItemOnlyOnceEveryBranchIsDone) {
   EXPECT_EQ(delivered.load(), 3 * (items - items / 10));
   EXPECT_EQ(ledger->acknowledged(), items);
   EXPECT_EQ(ledger->outstanding(), 0U);
+}
+
+// An abort, or a failure in one branch, drops what the pipeline holds. With the ledger tied to the
+// pipeline, the source never hears of a dropped item as done: its position stays at or below the
+// last item every branch delivered (items are numbered from 1, and each branch is in order).
+std::uint64_t delivered_prefix(const std::vector<std::uint64_t>& delivered) {
+  std::uint64_t prefix = 0;
+  for (const std::uint64_t number : delivered) {
+    if (number != prefix + 1) break;
+    prefix = number;
+  }
+  return prefix;
+}
+
+TEST(AckPipeline, AnAbortFailsWhatWasInFlight) {
+  Watchdog watchdog;
+  auto ledger = std::make_shared<AckLedger>();
+  std::vector<std::uint64_t> delivered;
+  std::atomic<bool> held{false};
+  std::atomic<bool> aborted{false};
+  {
+    conveyor::Pipeline p;
+    p.fail_on_cancel(ledger);
+    p.source([ledger, next = std::uint64_t{1}]() mutable -> std::optional<Item> {
+      if (next > 1'000'000) return std::nullopt;
+      const std::uint64_t number = next++;
+      return Item{number, ledger->issue(number)};
+    }) |
+        conveyor::stage([](Item item) { return item; },
+                        {.mode = conveyor::Mode::parallel, .workers = 2}) |
+        conveyor::sink(
+            [&](const Item& item) {
+              delivered.push_back(item.number);
+              if (delivered.size() == 100) {
+                held.store(true, std::memory_order_release);
+                while (!aborted.load(std::memory_order_acquire))
+                  std::this_thread::sleep_for(1ms);
+              }
+            },
+            {.mode = conveyor::Mode::serial_in_order});
+    p.start();
+    while (!held.load(std::memory_order_acquire))
+      std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(20ms);  // the channels fill up behind the held sink
+    p.abort();
+    aborted.store(true, std::memory_order_release);
+    p.wait();
+  }  // what the channels held is dropped here at the latest
+  EXPECT_TRUE(ledger->failed());
+  EXPECT_LE(ledger->acknowledged().value_or(0), delivered_prefix(delivered));
+  EXPECT_GE(delivered.size(), 100U);
+}
+
+TEST(AckPipeline, AFailureInOneBranchFailsWhatTheOtherStillHeld) {
+  Watchdog watchdog;
+  constexpr std::uint64_t items = 20'000;
+  auto ledger = std::make_shared<AckLedger>();
+  std::vector<std::uint64_t> slow_delivered;
+  {
+    conveyor::Pipeline p;
+    p.fail_on_cancel(ledger);
+    p.source([ledger, next = std::uint64_t{1}]() mutable -> std::optional<Item> {
+      if (next > items) return std::nullopt;
+      const std::uint64_t number = next++;
+      return Item{number, ledger->issue(number)};
+    }) | conveyor::tee(conveyor::chain<Item>() | conveyor::sink([](const Item& item) {
+                         if (item.number == 2'000)
+                           throw std::runtime_error("the fast branch failed");
+                       }),
+                       conveyor::chain<Item>() | conveyor::sink([&](const Item& item) {
+                         slow_delivered.push_back(item.number);
+                         std::this_thread::sleep_for(50us);
+                       }));
+    EXPECT_THROW(p.run(), std::runtime_error);
+  }
+  EXPECT_TRUE(ledger->failed());
+  // The slow branch lags the fast one: it dropped items below the one that failed.
+  EXPECT_LE(ledger->acknowledged().value_or(0), delivered_prefix(slow_delivered));
 }
 
 }  // namespace

@@ -20,6 +20,9 @@
 //   issued before it are settled, and none failed; nullopt until the first is.
 // - A failed token holds the ledger back for good: `acknowledged()` never passes it, so that
 //   what it carried is delivered again after a restart (at least once). `failed()` says so.
+// - `fail_outstanding()` fails every token not settled yet, and every token issued after it:
+//   acknowledged() stays where it is for good. A pipeline calls it when it is cancelled, for the
+//   ledgers tied to it with `Pipeline::fail_on_cancel`, before it drops anything.
 // - `wait_acknowledged(position, timeout)` waits until acknowledged() reaches `position`.
 // - Tokens may outlive the ledger object (they share its state). A default token is empty and
 //   settles nothing.
@@ -76,6 +79,9 @@ class AckLedger {
   [[nodiscard]] bool failed() const;
   // Tokens issued and not settled yet.
   [[nodiscard]] std::uint64_t outstanding() const;
+
+  // What is outstanding, or issued from now on, is not delivered: the ledger stops where it is.
+  void fail_outstanding();
 
   // True once acknowledged() >= position; false after `timeout`, or at once if a token failed.
   bool wait_acknowledged(std::uint64_t position, std::chrono::milliseconds timeout) const;

@@ -21,6 +21,9 @@
 //   soon as it looks, and `wait()` returns (rethrowing nothing, unless a stage threw). Both may be
 //   called from any thread, any number of times, and from a signal handler (each sets a bit and
 //   wakes the thread in `wait()`, which carries the request out).
+// - `fail_on_cancel(ledger)`: when the pipeline is cancelled (an abort, a stage's failure, or
+//   destruction while it runs), the ledger's unsettled tokens fail before anything is dropped
+//   (AckLedger::fail_outstanding), so that a checkpoint never passes what was in flight.
 // - `stats()` may be called from any thread at any time, also after the pipeline finished.
 // - The destructor aborts a pipeline that is still running and waits for its workers.
 #pragma once
@@ -50,6 +53,7 @@
 
 namespace conveyor {
 
+class AckLedger;
 class Pipeline;
 class Completed;
 template <class T>
@@ -166,6 +170,9 @@ class Pipeline {
   [[nodiscard]] PipelineState state() const noexcept;
   [[nodiscard]] const std::string& name() const noexcept { return options_.name; }
 
+  // Before start(). The pipeline keeps a weak reference: a ledger gone by then is skipped.
+  void fail_on_cancel(const std::shared_ptr<AckLedger>& ledger);
+
   // Observers are told when the pipeline starts and finishes, and given snapshots every
   // `PipelineOptions::sample_interval` in between. Add them before start().
   void add_observer(std::shared_ptr<Observer> observer);
@@ -254,6 +261,7 @@ class Pipeline {
   std::atomic<PipelineState> state_{PipelineState::idle};
   bool waited_ = false;
   std::vector<std::shared_ptr<Observer>> observers_;
+  std::vector<std::weak_ptr<AckLedger>> ledgers_;  // fail_on_cancel
   mutable std::mutex resources_mutex_;
   std::vector<std::function<ResourceStats()>> resources_;
 };

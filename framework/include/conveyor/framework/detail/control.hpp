@@ -7,6 +7,8 @@
 //   supervisor (the thread in Pipeline::wait()) sleeps on that word and acts on the request.
 // - `cancel()` ends every wait at once: it is called by the supervisor for an abort, and by a
 //   worker whose stage threw. `cancelled()` and `stop_requested()` are cheap polls for workers.
+//   The first call runs the cancel handlers first, on its thread, before any worker can see the
+//   cancellation (a later one may run them again while the first is still at it).
 // - `fail()` keeps the first exception, and calls the failure handler with it on the failing
 //   thread before it cancels; later ones are counted by their stages but dropped.
 //
@@ -77,6 +79,10 @@ class Control {
   void set_failure_handler(std::function<void(const std::exception_ptr&)> handler) {
     on_failure_ = std::move(handler);
   }
+  // Before any worker starts: what cancel() runs first (Pipeline::fail_on_cancel).
+  void set_cancel_handlers(std::vector<std::function<void()>> handlers) {
+    on_cancel_ = std::move(handlers);
+  }
 
   [[nodiscard]] std::int32_t requests() const noexcept {
     return word_.load(std::memory_order_acquire);
@@ -97,6 +103,7 @@ class Control {
   std::atomic<std::int32_t> running_workers_{0};
   std::vector<sync::Doorbell*> doorbells_;                     // set before any worker starts
   std::function<void(const std::exception_ptr&)> on_failure_;  // likewise
+  std::vector<std::function<void()>> on_cancel_;               // likewise
   mutable std::mutex error_mutex_;
   std::exception_ptr first_error_;
 };
