@@ -163,10 +163,7 @@ class HttpConnection final : public StreamConnection,
     }
     answer_accepted();
   }
-  bool handed_over() {
-    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
-    return !builder_.ready();
-  }
+  bool handed_over() { return builder_.hand_over_all(owner_.ingress_, owner_.counters_); }
   void answer_accepted() {
     std::string answer = R"({"accepted":)";
     respond(http::status::ok, answer.append(std::to_string(accepted_)).append("}"), false);

@@ -138,6 +138,11 @@ class ChunkBuilder final : public stages::FrameSink {
   // Pushes the closed chunks into `ingress`, in order, until it is full; how many it pushed.
   // Those it could not push stay ready, for the caller to try again (or to give up: clear()).
   std::size_t hand_over(Ingress& ingress, InputCounters& counters);
+  // The same; true once none is left ready (the caller may go on), false while some wait.
+  bool hand_over_all(Ingress& ingress, InputCounters& counters) {
+    (void)hand_over(ingress, counters);
+    return !ready();
+  }
   // The messages in the closed chunks.
   [[nodiscard]] std::uint64_t ready_messages() const noexcept;
   void clear() noexcept { ready_.clear(); }

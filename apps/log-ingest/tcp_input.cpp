@@ -107,10 +107,7 @@ class TcpConnection final : public StreamConnection,
     }
     go_on();
   }
-  bool handed_over() {
-    (void)builder_.hand_over(owner_.ingress_, owner_.counters_);
-    return !builder_.ready();
-  }
+  bool handed_over() { return builder_.hand_over_all(owner_.ingress_, owner_.counters_); }
   void go_on() {
     if (ending_) {
       close();
