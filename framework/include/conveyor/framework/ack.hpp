@@ -1,12 +1,7 @@
 // AckLedger and AckToken: a source learns when every branch has finished with what it emitted.
 //
-//   auto ledger = std::make_shared<conveyor::AckLedger>();
-//   // source: one token per item, with the position to commit once it is done
-//   emit(Chunk{text, ledger->issue(end_offset)});
-//   // stages: the token travels inside the item; an item split in parts copies it into each
-//   // sinks: when the item is durably done, let the token go (destroy it, or release())
-//   // the source, or a checkpointer: everything up to here is done
-//   if (auto position = ledger->acknowledged()) save_checkpoint(*position);
+//   emit(Chunk{text, ledger->issue(end_offset)});   // source: the position to commit once done
+//   if (auto position = ledger->acknowledged()) save_checkpoint(*position);  // everything done
 //
 // An item carries a token; copies of it (a broadcast to several workers, an item split in
 // parts) share it, and an item joined from several carries all of theirs (`join`). The token is
@@ -21,8 +16,7 @@
 // - A failed token holds the ledger back for good: `acknowledged()` never passes it, so that
 //   what it carried is delivered again after a restart (at least once). `failed()` says so.
 // - `fail_outstanding()` fails every token not settled yet, and every token issued after it:
-//   acknowledged() stays where it is for good. A pipeline calls it when it is cancelled, for the
-//   ledgers tied to it with `Pipeline::fail_on_cancel`, before it drops anything.
+//   acknowledged() stays where it is for good (`Pipeline::fail_on_cancel` calls it).
 // - `wait_acknowledged(position, timeout)` waits until acknowledged() reaches `position`.
 // - Tokens may outlive the ledger object (they share its state). A default token is empty and
 //   settles nothing.
