@@ -25,24 +25,41 @@ struct AckState {
   std::deque<Slot> slots;            // from the oldest unsettled (or failed) token on
   std::uint64_t first_sequence = 0;  // the sequence number of slots.front()
   std::uint64_t next_sequence = 0;
+  std::uint64_t pending = 0;  // issued, not settled, not failed by fail_outstanding()
   std::optional<std::uint64_t> acknowledged;
   bool failed = false;
   bool stopped = false;  // fail_outstanding(): tokens issued from then on fail at once
+  // A failed token reached the front: acknowledged() cannot move again, so slots are no longer
+  // kept (a ledger that goes on issuing after a failure does not grow).
+  bool dead = false;
 
   void settle(std::uint64_t sequence, bool failure) {
     {
       std::lock_guard lock(mutex);
-      Slot& slot = slots[sequence - first_sequence];
-      // A token failed by fail_outstanding() stays failed, however it settles.
-      if (slot.status == Status::pending) slot.status = failure ? Status::failed : Status::settled;
+      if (!stopped) --pending;
       failed = failed || failure;
-      while (!slots.empty() && slots.front().status == Status::settled) {
-        acknowledged = slots.front().position;
-        slots.pop_front();
-        ++first_sequence;
+      if (!dead) {
+        Slot& slot = slots[sequence - first_sequence];
+        // A token failed by fail_outstanding() stays failed, however it settles.
+        if (slot.status == Status::pending)
+          slot.status = failure ? Status::failed : Status::settled;
+        while (!slots.empty() && slots.front().status == Status::settled) {
+          acknowledged = slots.front().position;
+          slots.pop_front();
+          ++first_sequence;
+        }
+        bury_if_stuck();
       }
     }
     advanced.notify_all();
+  }
+
+  // Under the mutex.
+  void bury_if_stuck() {
+    if (slots.empty() || slots.front().status != Status::failed) return;
+    dead = true;
+    slots.clear();
+    slots.shrink_to_fit();
   }
 };
 
@@ -112,8 +129,13 @@ AckToken AckLedger::issue(std::uint64_t position) {
   {
     std::lock_guard lock(state_->mutex);
     sequence = state_->next_sequence++;
-    state_->slots.push_back({position, state_->stopped ? detail::AckState::Status::failed
-                                                       : detail::AckState::Status::pending});
+    if (!state_->stopped) ++state_->pending;
+    if (state_->stopped) {
+      if (!state_->dead) state_->slots.push_back({position, detail::AckState::Status::failed});
+      state_->bury_if_stuck();
+    } else if (!state_->dead) {
+      state_->slots.push_back({position, detail::AckState::Status::pending});
+    }
   }
   return AckToken(std::make_shared<detail::IssuedEntry>(state_, sequence));
 }
@@ -130,10 +152,7 @@ bool AckLedger::failed() const {
 
 std::uint64_t AckLedger::outstanding() const {
   std::lock_guard lock(state_->mutex);
-  std::uint64_t pending = 0;
-  for (const detail::AckState::Slot& slot : state_->slots)
-    pending += slot.status == detail::AckState::Status::pending ? 1 : 0;
-  return pending;
+  return state_->pending;
 }
 
 void AckLedger::fail_outstanding() {
@@ -141,8 +160,10 @@ void AckLedger::fail_outstanding() {
     std::lock_guard lock(state_->mutex);
     state_->stopped = true;
     state_->failed = true;
+    state_->pending = 0;
     for (detail::AckState::Slot& slot : state_->slots)
       slot.status = detail::AckState::Status::failed;
+    state_->bury_if_stuck();
   }
   state_->advanced.notify_all();  // wait_acknowledged() returns false at once
 }

@@ -116,6 +116,42 @@ TEST(AckLedger, FailOutstandingStopsTheLedgerWhereItIs) {
   EXPECT_FALSE(ledger.wait_acknowledged(4, 10s));  // at once, not after the timeout
 }
 
+// A ledger stuck behind a failed token goes on counting what is outstanding as it keeps issuing
+// (a source that carries on after a failed write), and its position never moves again.
+TEST(AckLedger, ALedgerStuckBehindAFailureKeepsCounting) {
+  AckLedger ledger;
+  ledger.issue(1).release();
+  ledger.issue(2).fail();
+  std::vector<AckToken> held;
+  for (std::uint64_t position = 3; position < 10'003; ++position) {
+    AckToken token = ledger.issue(position);
+    if (position % 2 == 0) held.push_back(std::move(token));  // the others settle at once
+  }
+  EXPECT_EQ(ledger.outstanding(), held.size());
+  held.resize(10);
+  EXPECT_EQ(ledger.outstanding(), 10U);
+  held.clear();
+  EXPECT_EQ(ledger.outstanding(), 0U);
+  EXPECT_EQ(ledger.acknowledged(), 1U);
+  EXPECT_TRUE(ledger.failed());
+}
+
+// Outstanding counts what an abort has not failed yet: nothing, once fail_outstanding() ran.
+TEST(AckLedger, FailOutstandingLeavesNothingOutstanding) {
+  AckLedger ledger;
+  AckToken held = ledger.issue(1);
+  AckToken later_held;
+  EXPECT_EQ(ledger.outstanding(), 1U);
+  ledger.fail_outstanding();
+  EXPECT_EQ(ledger.outstanding(), 0U);
+  later_held = ledger.issue(2);
+  EXPECT_EQ(ledger.outstanding(), 0U);  // failed at once
+  held.release();
+  later_held.release();
+  EXPECT_EQ(ledger.outstanding(), 0U);
+  EXPECT_FALSE(ledger.acknowledged().has_value());
+}
+
 // Two items joined into one carry both tokens: neither settles before the joined item goes, and
 // a failure fails both.
 TEST(AckLedger, JoinedTokensSettleTogetherAndFailTogether) {
@@ -324,7 +360,54 @@ TEST(AckPipeline, AFailureInOneBranchFailsWhatTheOtherStillHeld) {
   }
   EXPECT_TRUE(ledger->failed());
   // The slow branch lags the fast one: it dropped items below the one that failed.
+  EXPECT_LT(slow_delivered.size(), items);
   EXPECT_LE(ledger->acknowledged().value_or(0), delivered_prefix(slow_delivered));
+}
+
+// A source that emits after an abort was requested, once the sink has settled everything before:
+// the item is either delivered, or dropped by the cancellation after the ledger was failed. It
+// is never dropped as if it were done, even when the pipeline has nothing else left to drain.
+TEST(AckPipeline, AnItemEmittedAfterAnAbortIsNeverAcknowledgedUndelivered) {
+  Watchdog watchdog;
+  constexpr std::uint64_t before = 50;
+  for (int round = 0; round < 20; ++round) {
+    auto ledger = std::make_shared<AckLedger>();
+    std::atomic<std::uint64_t> delivered{0};
+    conveyor::Pipeline p;
+    p.fail_on_cancel(ledger);
+    p.source([&](conveyor::Emit<Item>& emit) {
+      for (std::uint64_t number = 1; number <= before; ++number)
+        emit(Item{number, ledger->issue(number)});
+      while (delivered.load(std::memory_order_acquire) < before)
+        std::this_thread::yield();
+      p.abort();
+      emit(Item{before + 1, ledger->issue(before + 1)});
+    }) | conveyor::sink([&](const Item&) { delivered.fetch_add(1, std::memory_order_release); });
+    p.run();
+    SCOPED_TRACE(round);
+    ASSERT_LE(ledger->acknowledged().value_or(0), delivered.load());
+  }
+}
+
+// `request_stop()` drains: an item a source emits after the request is delivered, not dropped
+// (a checkpoint taken after the stop would otherwise skip it).
+TEST(AckPipeline, AnItemEmittedAfterAStopIsDelivered) {
+  Watchdog watchdog;
+  auto ledger = std::make_shared<AckLedger>();
+  std::vector<std::uint64_t> delivered;
+  bool returned_false = false;
+  conveyor::Pipeline p;
+  p.fail_on_cancel(ledger);
+  p.source([&](conveyor::Emit<Item>& emit) {
+    emit(Item{1, ledger->issue(1)});
+    p.request_stop();
+    returned_false = !emit(Item{2, ledger->issue(2)});
+  }) | conveyor::sink([&](const Item& item) { delivered.push_back(item.number); });
+  p.run();
+  EXPECT_TRUE(returned_false);  // the source is told to return
+  EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_FALSE(ledger->failed());
+  EXPECT_EQ(ledger->acknowledged(), 2U);
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ class AckLedger {
 
   [[nodiscard]] std::optional<std::uint64_t> acknowledged() const;
   [[nodiscard]] bool failed() const;
-  // Tokens issued and not settled yet.
+  // Tokens issued and not settled yet, less those fail_outstanding() failed.
   [[nodiscard]] std::uint64_t outstanding() const;
 
   // What is outstanding, or issued from now on, is not delivered: the ledger stops where it is.

@@ -7,8 +7,9 @@
 // Contract:
 // - Only the worker that was given the Emit may use it, and only during the call it was given to.
 // - `out(item)` sends one item downstream; it may wait while the channel downstream is full. It
-//   returns false, and drops the item, once the pipeline is cancelled, or, in a source, once
-//   `request_stop()` was called: a source should then return.
+//   returns false, and drops the item, once the pipeline is cancelled. In a source, once
+//   `request_stop()` was called, it still sends the item (a stop drains what was made) and
+//   returns false: the source should then return.
 // - `stop_requested()` tells a source (or a long-running stage) to finish early.
 // - `count_error()` counts bad input on this stage (in StageStats::errors and the metrics)
 //   without failing the pipeline; throwing from the stage fails it.
@@ -32,7 +33,10 @@ class Emit {
   Emit& operator=(const Emit&) = delete;
 
   bool operator()(T item) {
-    if (source_ && port_.stop_requested()) return false;
+    if (source_ && port_.stop_requested()) {
+      (void)port_.emit(std::move(item));
+      return false;
+    }
     return port_.emit(std::move(item));
   }
 

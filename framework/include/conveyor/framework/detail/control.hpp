@@ -6,7 +6,8 @@
 //   handler: each is one atomic read-modify-write on a futex word and one futex wake. The
 //   supervisor (the thread in Pipeline::wait()) sleeps on that word and acts on the request.
 // - `cancel()` ends every wait at once: it is called by the supervisor for an abort, and by a
-//   worker whose stage threw. `cancelled()` and `stop_requested()` are cheap polls for workers.
+//   worker whose stage threw. `cancelled()` and `stop_requested()` are cheap polls for workers;
+//   an abort request alone is not a stop: workers carry on until the supervisor cancels.
 //   The first call runs the cancel handlers first, on its thread, before any worker can see the
 //   cancellation (a later one may run them again while the first is still at it).
 // - `fail()` keeps the first exception, and calls the failure handler with it on the failing
@@ -52,7 +53,7 @@ class Control {
     return cancelled_.load(std::memory_order_relaxed);
   }
   [[nodiscard]] bool stop_requested() const noexcept {
-    return (word_.load(std::memory_order_relaxed) & (stop_bit | abort_bit)) != 0;
+    return (word_.load(std::memory_order_relaxed) & stop_bit) != 0;
   }
 
   // Records `error` if it is the first (and calls the failure handler with it), and cancels the
