@@ -64,6 +64,9 @@ std::string head_of(int fd, std::size_t size) {
   return head;
 }
 
+// How much of a compressed file is compared with a file it may be the compressed form of.
+constexpr std::size_t compare_bytes = std::size_t{64} << 10;
+
 bool compressed_file(int fd) {
   return head_of(fd, 2) == "\x1f\x8b";
 }
@@ -91,6 +94,8 @@ std::string inflated_head_of(int fd, std::size_t size) {
     stream.avail_out = static_cast<uInt>(size - got);
     status = ::inflate(&stream, Z_NO_FLUSH);
     got = size - stream.avail_out;
+    // gzip files may hold several members one after the other (`cat a.gz b.gz`): read on.
+    if (status == Z_STREAM_END) status = ::inflateReset(&stream);
   }
   ::inflateEnd(&stream);
   out.resize(got);
@@ -136,6 +141,14 @@ struct FileTailer::File {
   std::shared_ptr<AckLedger> ledger;
   std::shared_ptr<const Input> input;
   File* copy_of = nullptr;
+  // A compressed file: the file it is the compressed form of, while that one is still known. Its
+  // checkpoint offset stays at that file's until that file is done with (what that one read and
+  // has not delivered yet is not in this one past `start`).
+  File* compressed_from = nullptr;
+  // Its first bytes (up to compare_bytes) when it was last closed: the compressed form of a file
+  // closed as idle is known by them.
+  std::uint64_t head_hash = 0;
+  std::size_t head_length = 0;
   Clock::time_point found{};
   Clock::time_point last_growth{};
   Clock::time_point unseen_since{};  // detached: when a look first missed it
@@ -152,6 +165,15 @@ struct FileTailer::File {
     fd = ::open(at.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) ++open_count;
     return fd >= 0;
+  }
+  // Closed once read to its end: what it begins with is kept.
+  void close_read() {
+    if (fd >= 0 && !gzip) {
+      const std::string head = head_of(fd, compare_bytes);
+      head_length = head.size();
+      head_hash = hash_of(head);
+    }
+    close();
   }
   void close() {
     if (fd < 0) return;
@@ -294,8 +316,11 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     const auto [begin, end] = restored_by_fingerprint_.equal_range(hashes[over]);
     for (auto it = begin; it != end && !entry; ++it) {
       const CheckpointEntry& e = restored_[it->second];
+      const InodeKey key{e.device, e.inode};
+      // Not a compressed file's, while the file it was saved for is still there: that one takes it.
       if (!claimed_[it->second] && e.fingerprint_length == over &&
-          (e.device != file.device || e.inode != file.inode)) {
+          (e.device != file.device || e.inode != file.inode) &&
+          !(compressed && listed_.contains(key))) {
         entry = it->second;
       }
     }
@@ -318,6 +343,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     return true;
   }
   const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
+  std::optional<std::string> inflated;  // a compressed file's first bytes, once
   for (auto it = twins; it != twins_end; ++it) {
     File* const other = it->second;
     if (other == &file || (other->device == file.device && other->inode == file.inode) ||
@@ -328,19 +354,31 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       // The compressed form of a file read already (logrotate's compress), or about to be: it
       // goes on from where that one ends, so that no line is read twice. Only when what it holds
       // begins as that file does for up to 64 KiB, not just its first line: files that share a
-      // header line are not each other's compressed form.
-      // (Or as much of it as the compressed file holds, when that file grew on after it was
-      // compressed, or gzip is still writing: 4 KiB of it at least.)
-      if (other->fd < 0 || other->state == File::State::parked) continue;
-      const std::uint64_t other_size = size_of(other->fd);
-      const auto compare =
-          static_cast<std::size_t>(std::min<std::uint64_t>(other_size, std::uint64_t{64} << 10));
-      const std::string inflated = inflated_head_of(file.fd, compare);
-      if (inflated.size() < std::min<std::size_t>(compare, 4096) ||
-          inflated != head_of(other->fd, inflated.size())) {
+      // header line are not each other's compressed form. A file closed as idle is compared by
+      // what it began with when it was closed.
+      // (An open one: as much of it as the compressed file holds, when that file grew on after
+      // it was compressed, or gzip is still writing: 4 KiB of it at least.)
+      if (other->state == File::State::parked || (other->fd < 0 && other->head_length == 0)) {
         continue;
       }
+      const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
+      if (other_size < other->position) continue;  // truncated: a read will see to it
+      const std::size_t compare =
+          other->fd >= 0
+              ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
+              : other->head_length;
+      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
+      const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
+      if (held.size() < compare && now - file.found < options_.rotate_wait) {
+        return false;  // gzip may still be writing it: look again
+      }
+      const bool same = other->fd >= 0
+                            ? held.size() >= std::min<std::size_t>(compare, 4096) &&
+                                  held == head_of(other->fd, held.size())
+                            : held.size() == compare && hash_of(held) == other->head_hash;
+      if (!same) continue;
       file.start = std::max(other->position, other_size);
+      file.compressed_from = other;
       stats_.copies.fetch_add(1, std::memory_order_relaxed);
       adopt(file);
       return true;
@@ -420,6 +458,7 @@ void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
 void FileTailer::truncated(File& file, Clock::time_point now) {
   stats_.truncations.fetch_add(1, std::memory_order_relaxed);
   unindex(file);  // its first bytes are gone
+  file.head_length = 0;
   // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
   File* copy = nullptr;
   for (auto& other : files_) {
@@ -457,6 +496,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   file.assembler = nullptr;
   for (auto& other : files_) {
     if (other->copy_of == &file && other->state == File::State::copy) other->copy_of = nullptr;
+    if (other->compressed_from == &file) other->compressed_from = nullptr;  // its ledger went
   }
 }
 
@@ -708,7 +748,7 @@ void FileTailer::release_idle(Clock::time_point now) {
             file->assembler->carried() == 0 && now - file->last_growth >= options_.rotate_wait) {
           struct stat status {};
           file->deleted = ::fstat(file->fd, &status) == 0 && status.st_nlink == 0;
-          file->close();
+          file->close_read();
         }
         break;
       case File::State::parked:
@@ -742,7 +782,7 @@ void FileTailer::release_idle(Clock::time_point now) {
         } else if (file->fd >= 0 && file->assembler && file->assembler->carried() == 0 &&
                    now - file->last_growth >= options_.close_idle &&
                    file->position >= size_of(file->fd)) {
-          file->close();
+          file->close_read();
           idle_.insert_or_assign(file->path, InodeKey{file->device, file->inode});
         }
         break;
@@ -777,6 +817,7 @@ void FileTailer::release_idle(Clock::time_point now) {
     if (known != by_inode_.end() && known->second == file.get()) by_inode_.erase(known);
     for (auto& other : files_) {
       if (other->copy_of == file.get()) other->copy_of = nullptr;
+      if (other->compressed_from == file.get()) other->compressed_from = nullptr;
     }
   }
   if (any) std::erase_if(files_, [](const std::unique_ptr<File>& file) { return file->forget; });
@@ -844,6 +885,12 @@ std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
 }
 
 std::vector<CheckpointEntry> FileTailer::checkpoint() const {
+  // A compressed file goes no further than the file it is the compressed form of, while that one
+  // is known: what that one read and has not delivered is there again after a restart.
+  const auto compressed_offset = [](const File& file) {
+    const std::uint64_t own = file.committed();
+    return file.compressed_from != nullptr ? std::min(own, file.compressed_from->committed()) : own;
+  };
   std::vector<CheckpointEntry> entries;
   for (std::size_t i = 0; i < restored_.size(); ++i) {
     if (!claimed_[i]) entries.push_back(restored_[i]);
@@ -857,7 +904,7 @@ std::vector<CheckpointEntry> FileTailer::checkpoint() const {
                        .fingerprint = file->fingerprint,
                        .fingerprint_length = file->fingerprint_length,
                        // Not past its end: a copy may be shorter than what its source had read.
-                       .offset = file->compressed ? file->committed()
+                       .offset = file->compressed ? compressed_offset(*file)
                                                   : std::min(file->committed(), file->position),
                        .path = file->path});
   }

@@ -776,6 +776,79 @@ TEST_F(FileTailerTest, TheCompressedFormOfAFileReadAlreadyIsNotReadAgain) {
   EXPECT_EQ(after.lines.size(), 10U);
 }
 
+// The same when the rotated file was closed as idle before it was compressed (a day's log, quiet
+// since its rotation, then logrotate's delaycompress): it is known by what it began with when it
+// was closed.
+TEST_F(FileTailerTest, TheCompressedFormOfAFileClosedAsIdleIsNotReadAgain) {
+  TailOptions tail = options({path("app.log*")});
+  tail.close_idle = 1s;
+  append_lines("app.log.1", "one-", 0, 20'000);  // more than is compared: 64 KiB
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  out.release();
+  now = settle(tailer, out, now + 2s);
+  ASSERT_EQ(tailer.stats().open_files.load(), 0U);  // closed as idle
+  gzip_file(path("app.log.1"), path("app.log.2.gz"));
+  fs::remove(path("app.log.1"));
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, 20'000));
+  EXPECT_EQ(out.lines.size(), 20'000U);
+  EXPECT_EQ(tailer.stats().copies.load(), 1U);
+}
+
+// A file's compressed form found while gzip is still writing it, here as its first member only
+// (a short one: 5 lines): it is looked at again until it holds as much as is compared, and the
+// members after the first count.
+TEST_F(FileTailerTest, ACompressedFormStillBeingWrittenIsNotReadAgain) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("first.txt", "one-", 0, 5);
+  append_lines("rest.txt", "one-", 5, 2'000);
+  gzip_file(path("first.txt"), path("first.part"));
+  gzip_file(path("rest.txt"), path("rest.part"));
+  append_lines("app.log.1", "one-", 0, 2'000);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  const auto bytes_of = [&](const std::string& name) {
+    std::ifstream in(path(name), std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  append("app.log.2.gz", bytes_of("first.part"));
+  now = settle(tailer, out, now);
+  append("app.log.2.gz", bytes_of("rest.part"));
+  now = settle(tailer, out, now);
+  fs::remove(path("app.log.1"));
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, 2'000));
+  EXPECT_EQ(out.lines.size(), 2'000U);
+  EXPECT_EQ(tailer.stats().gzip_errors.load(), 0U);
+}
+
+// The service dies after a file's compressed form was found, before what it had read of the
+// file itself was delivered: after the restart that file is gone, and the compressed form
+// delivers those lines (at least once: none lost).
+TEST_F(FileTailerTest, ACompressedFormResumesFromWhatItsSourceHadDelivered) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("app.log.1", "one-", 0, 1'000);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(tail, Input{"files"}, {});
+    Collected out;
+    Clock::time_point now = settle(tailer, out, Clock::now());  // read, held: not delivered
+    gzip_file(path("app.log.1"), path("app.log.2.gz"));
+    now = settle(tailer, out, now);
+    fs::remove(path("app.log.1"));
+    (void)settle(tailer, out, now);
+    saved = tailer.checkpoint();  // the service dies here
+  }
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.each_once("one-", 0, 1'000));
+}
+
 // A compressed file that only shares its first line with a file the tailer follows (a header, as
 // W3C and CSV logs have) is not that file's compressed form: it is read whole.
 TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {
@@ -791,6 +864,27 @@ TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {
   (void)settle(tailer, out, Clock::now());
   EXPECT_TRUE(out.each_once("live-", 0, 100));
   EXPECT_TRUE(out.each_once("archived-", 0, 100));
+}
+
+// Across a restart, a compressed file new since the checkpoint that shares its first line with a
+// file the checkpoint holds (a header) does not take that file's entry while that file is still
+// there, even when it is opened first (one descriptor only): each is read from where it should be.
+TEST_F(FileTailerTest, ACompressedFileDoesNotTakeTheEntryOfAFileStillThere) {
+  append("live.log", "#Fields: date time uri\n");
+  append_lines("live.log", "live-", 0, 100);
+  TailOptions tail = options({path("*.gz"), path("*.log")});
+  tail.max_open_files = 1;
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(tail, first);
+  ASSERT_TRUE(first.each_once("live-", 0, 100));
+  append("archive.txt", "#Fields: date time uri\n");  // written while the service was down
+  append_lines("archive.txt", "archived-", 0, 100);
+  gzip_file(path("archive.txt"), path("archive.gz"));
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.each_once("archived-", 0, 100));
+  EXPECT_EQ(after.lines.count("live-0"), 0U);  // not read again
 }
 
 // A compressed file's checkpoint entry saved before compressed files were known by their inflated
