@@ -155,6 +155,7 @@ struct FileTailer::File {
   bool deleted = false;              // detached and closed: it had no name left
   bool reopen = false;  // detached while closed as idle: to be opened where it was renamed to
   bool forget = false;  // let go by this poll
+  bool awaiting_source = false;  // compressed: its source may not be comparable yet
 
   explicit File(std::size_t& open_files) : open_count(open_files) {}
   File(const File&) = delete;
@@ -168,7 +169,8 @@ struct FileTailer::File {
   }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {
-    if (fd >= 0 && !gzip) {
+    // Only a truncation changes what it begins with once that is whole (truncated() forgets it).
+    if (fd >= 0 && !gzip && head_length < compare_bytes) {
       const std::string head = head_of(fd, compare_bytes);
       head_length = head.size();
       head_hash = hash_of(head);
@@ -325,6 +327,57 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       }
     }
   }
+  // The compressed form of a file read already (logrotate's compress), or about to be: it goes on
+  // from where that one ends, so that no line is read twice. Only when what it holds begins as
+  // that file does for up to 64 KiB, not just its first line: files that share a header line are
+  // not each other's compressed form. A file closed as idle is compared by what it began with
+  // when it was closed. (An open one: as much of it as the compressed file holds, when that file
+  // grew on after it was compressed, or gzip is still writing: 4 KiB of it at least.)
+  enum class Source { none, wait, found };
+  File* source = nullptr;
+  std::uint64_t resume = 0;
+  std::optional<std::string> inflated;  // its first bytes, once
+  const auto compressed_source = [&](File*& from, std::uint64_t& at) {
+    const bool young = now - file.found < options_.rotate_wait;
+    const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
+    for (auto it = twins; it != twins_end; ++it) {
+      File* const other = it->second;
+      if (other == &file || (other->device == file.device && other->inode == file.inode) ||
+          other->fingerprint_length != file.fingerprint_length || other->compressed) {
+        continue;  // a compressed file is never the source of another
+      }
+      if (other->state == File::State::parked) {
+        // Truncated, its copy compressed before the tailer saw it (copytruncate with compress):
+        // by its first line, as a copy is.
+        from = other;
+        at = other->position;
+        return Source::found;
+      }
+      if (other->fd < 0 && other->head_length == 0) continue;
+      const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
+      if (other_size < other->position) {
+        if (young) return Source::wait;  // truncated: its copy takes over once a read sees it
+        continue;
+      }
+      const std::size_t compare =
+          other->fd >= 0
+              ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
+              : other->head_length;
+      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
+      const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
+      if (held.size() < compare && young) return Source::wait;  // gzip may still be writing it
+      const bool same = other->fd >= 0
+                            ? held.size() >= std::min<std::size_t>(compare, 4096) &&
+                                  held == head_of(other->fd, held.size())
+                            : held.size() == compare && hash_of(held) == other->head_hash;
+      if (!same) continue;
+      from = other;
+      at = std::max(other->position, other_size);
+      return Source::found;
+    }
+    return Source::none;
+  };
+
   file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     const CheckpointEntry& e = restored_[*entry];
@@ -338,51 +391,43 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
+    // Its source still there too (the service stopped between gzip and the deletion): that one
+    // resumes from its own entry, and this one goes on after it.
+    if (compressed && compressed_source(source, resume) == Source::found) {
+      file.start = std::max(file.start, resume);
+      file.compressed_from = source;
+    }
     claimed_[*entry] = true;
     adopt(file);
     return true;
   }
+  if (compressed) {
+    switch (compressed_source(source, resume)) {
+      case Source::wait:
+        file.awaiting_source = true;
+        return false;
+      case Source::found:
+        file.start = resume;
+        file.compressed_from = source;
+        if (source->state == File::State::parked) {
+          source->unread_lost = 0;  // not lost: in this file
+          unindex(*source);
+        }
+        stats_.copies.fetch_add(1, std::memory_order_relaxed);
+        adopt(file);
+        return true;
+      case Source::none:
+        break;
+    }
+  }
   const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
-  std::optional<std::string> inflated;  // a compressed file's first bytes, once
   for (auto it = twins; it != twins_end; ++it) {
     File* const other = it->second;
     if (other == &file || (other->device == file.device && other->inode == file.inode) ||
         other->fingerprint_length != file.fingerprint_length || other->compressed) {
       continue;  // a compressed file is never the source of another
     }
-    if (compressed) {
-      // The compressed form of a file read already (logrotate's compress), or about to be: it
-      // goes on from where that one ends, so that no line is read twice. Only when what it holds
-      // begins as that file does for up to 64 KiB, not just its first line: files that share a
-      // header line are not each other's compressed form. A file closed as idle is compared by
-      // what it began with when it was closed.
-      // (An open one: as much of it as the compressed file holds, when that file grew on after
-      // it was compressed, or gzip is still writing: 4 KiB of it at least.)
-      if (other->state == File::State::parked || (other->fd < 0 && other->head_length == 0)) {
-        continue;
-      }
-      const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
-      if (other_size < other->position) continue;  // truncated: a read will see to it
-      const std::size_t compare =
-          other->fd >= 0
-              ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
-              : other->head_length;
-      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
-      const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
-      if (held.size() < compare && now - file.found < options_.rotate_wait) {
-        return false;  // gzip may still be writing it: look again
-      }
-      const bool same = other->fd >= 0
-                            ? held.size() >= std::min<std::size_t>(compare, 4096) &&
-                                  held == head_of(other->fd, held.size())
-                            : held.size() == compare && hash_of(held) == other->head_hash;
-      if (!same) continue;
-      file.start = std::max(other->position, other_size);
-      file.compressed_from = other;
-      stats_.copies.fetch_add(1, std::memory_order_relaxed);
-      adopt(file);
-      return true;
-    }
+    if (compressed) continue;  // its source is found above
     if (other->state == File::State::parked) {
       // The copy of a file truncated before it was found: it goes on where that one was.
       go_on_in(file, *other, now);
@@ -521,8 +566,12 @@ void FileTailer::scan(Clock::time_point now) {
   // So does a file renamed out of the globs while the service was down, found by its inode in its
   // directory: the new file at its path, beginning with the same header, would take its entry.
   if (!restored_.empty()) {
-    for (File* file : fresh)
-      (void)identify(*file, now, true);
+    // Compressed files last: one whose source is here too goes on after where that one resumes.
+    for (const bool compressed : {false, true}) {
+      for (File* file : fresh)
+        if (file->fd >= 0 && compressed_file(file->fd) == compressed)
+          (void)identify(*file, now, true);
+    }
     if (first_scan_ || !waiting_recovery_.empty()) recover_renamed(now);
   }
   for (File* file : fresh) {
@@ -532,7 +581,7 @@ void FileTailer::scan(Clock::time_point now) {
   // whole line for `start_at_end` to skip: whatever comes later is read, from its beginning.
   if (first_scan_) {
     for (File* file : fresh)
-      if (file->state == File::State::waiting) file->found_first = false;
+      if (file->state == File::State::waiting && !file->awaiting_source) file->found_first = false;
   }
   // A live file that no look found at its path any more was renamed away or deleted: it is read
   // to its end. One that was never read from is let go at once.

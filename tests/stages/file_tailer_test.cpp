@@ -776,6 +776,17 @@ TEST_F(FileTailerTest, TheCompressedFormOfAFileReadAlreadyIsNotReadAgain) {
   EXPECT_EQ(after.lines.size(), 10U);
 }
 
+// logrotate's last step once it compressed a file: `compressed` deleted. Then every line of it,
+// "one-0" to "one-(LINES-1)", came exactly once, and nothing else.
+void finish_rotation(FileTailer& tailer, Collected& out, Clock::time_point now,
+                     const std::string& compressed, int lines) {
+  fs::remove(compressed);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, lines));
+  EXPECT_EQ(out.lines.size(), static_cast<std::size_t>(lines));
+}
+
 // The same when the rotated file was closed as idle before it was compressed (a day's log, quiet
 // since its rotation, then logrotate's delaycompress): it is known by what it began with when it
 // was closed.
@@ -790,11 +801,7 @@ TEST_F(FileTailerTest, TheCompressedFormOfAFileClosedAsIdleIsNotReadAgain) {
   now = settle(tailer, out, now + 2s);
   ASSERT_EQ(tailer.stats().open_files.load(), 0U);  // closed as idle
   gzip_file(path("app.log.1"), path("app.log.2.gz"));
-  fs::remove(path("app.log.1"));
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("one-", 0, 20'000));
-  EXPECT_EQ(out.lines.size(), 20'000U);
+  finish_rotation(tailer, out, now, path("app.log.1"), 20'000);
   EXPECT_EQ(tailer.stats().copies.load(), 1U);
 }
 
@@ -818,11 +825,7 @@ TEST_F(FileTailerTest, ACompressedFormStillBeingWrittenIsNotReadAgain) {
   append("app.log.2.gz", bytes_of("first.part"));
   now = settle(tailer, out, now);
   append("app.log.2.gz", bytes_of("rest.part"));
-  now = settle(tailer, out, now);
-  fs::remove(path("app.log.1"));
-  (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("one-", 0, 2'000));
-  EXPECT_EQ(out.lines.size(), 2'000U);
+  finish_rotation(tailer, out, settle(tailer, out, now), path("app.log.1"), 2'000);
   EXPECT_EQ(tailer.stats().gzip_errors.load(), 0U);
 }
 
@@ -847,6 +850,49 @@ TEST_F(FileTailerTest, ACompressedFormResumesFromWhatItsSourceHadDelivered) {
   Collected after;
   (void)settle(again, after, Clock::now());
   EXPECT_TRUE(after.each_once("one-", 0, 1'000));
+}
+
+// The service stops after gzip wrote a file's compressed form and before the file was deleted.
+// After the restart the file resumes from its own entry, and the compressed form goes on after
+// it: not a line twice.
+TEST_F(FileTailerTest, AStopBetweenGzipAndTheDeletionRepeatsNothing) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("app.log.1", "one-", 0, 1'000);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(tail, Input{"files"}, {});
+    Collected out;
+    const Clock::time_point now = settle(tailer, out, Clock::now());  // read, not delivered
+    gzip_file(path("app.log.1"), path("app.log.2.gz"));
+    (void)settle(tailer, out, now);
+    saved = tailer.checkpoint();
+  }
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  finish_rotation(again, after, settle(again, after, Clock::now()), path("app.log.1"), 1'000);
+}
+
+// copytruncate with compress: the copy is compressed and deleted before the tailer sees it, and
+// the file itself truncated and written again. The compressed copy goes on from where the file
+// was read to: the lines written just before the truncation come from it, and none twice.
+TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("app.log", "one-", 0, 1'000);
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("app.log", "one-", 1'000, 1'100);  // not read before the rotation
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  fs::resize_file(path("app.log"), 0);
+  gzip_file(path("app.log.1"), path("app.log.1.gz"));
+  fs::remove(path("app.log.1"));
+  append_lines("app.log", "two-", 0, 10);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, 1'100));
+  EXPECT_TRUE(out.each_once("two-", 0, 10));
+  EXPECT_EQ(out.lines.size(), 1'110U);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
 // A compressed file that only shares its first line with a file the tailer follows (a header, as
