@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -66,6 +67,9 @@ std::string head_of(int fd, std::size_t size) {
 
 // How much of a compressed file is compared with a file it may be the compressed form of.
 constexpr std::size_t compare_bytes = std::size_t{64} << 10;
+
+// A compressed file's offset that stands for all of it (skipped by start_at_end).
+constexpr std::uint64_t skip_all = std::numeric_limits<std::uint64_t>::max();
 
 bool compressed_file(int fd) {
   return head_of(fd, 2) == "\x1f\x8b";
@@ -445,7 +449,8 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       return true;
     }
   }
-  file.start = file.found_first && options_.start_at_end ? size : 0;
+  // A compressed file's end is where it ends inflated: all of it is skipped.
+  file.start = !file.found_first || !options_.start_at_end ? 0 : compressed ? skip_all : size;
   adopt(file);
   return true;
 }
@@ -472,6 +477,7 @@ void FileTailer::adopt(File& file) {
     file.gzip = std::make_unique<detail::ByteStream>(file.fd, file.path, -1);
     file.compressed = true;
     file.skip = file.start;
+    file.complete = file.start == skip_all;
   }
   // Line numbers are known only when reading from the beginning.
   file.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes,

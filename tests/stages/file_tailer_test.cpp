@@ -895,6 +895,32 @@ TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
+// A compressed file found at the first look is skipped whole by start_at_end (its end is where it
+// ends inflated), also after a restart; one that appears later is read whole.
+TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
+  append_lines("old.txt", "old-", 0, 1'000);
+  gzip_file(path("old.txt"), path("old.gz"));
+  TailOptions at_end = options({path("*.gz")});
+  at_end.start_at_end = true;
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(at_end, Input{"files"}, {});
+    Collected out;
+    const Clock::time_point now = settle(tailer, out, Clock::now());
+    append_lines("new.txt", "new-", 0, 10);
+    gzip_file(path("new.txt"), path("new.gz"));
+    (void)settle(tailer, out, now);
+    EXPECT_TRUE(out.each_once("new-", 0, 10));
+    EXPECT_EQ(out.lines.size(), 10U);
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  FileTailer again(at_end, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.lines.empty());
+}
+
 // A compressed file that only shares its first line with a file the tailer follows (a header, as
 // W3C and CSV logs have) is not that file's compressed form: it is read whole.
 TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {

@@ -11,9 +11,9 @@
 // Contract:
 // - Files are those `include` names and `exclude` does not (PathGlob), looked for every
 //   `glob_interval` or after rescan(). Found at the first look: read from the start, or the end
-//   with `start_at_end`; found later: from the start. gzip files are read once, whole; one that
-//   inflates to the start of a plain file it knows is that file compressed, and goes on from
-//   where that file ends.
+//   with `start_at_end` (a gzip file's end: all of it); found later: from the start. gzip files
+//   are read once, whole; one that inflates to the start of a plain file it knows is that file
+//   compressed, and goes on from where that file ends.
 // - Every line of every file is handed out once per run, in order per file, across rotation by
 //   rename, copytruncate (its copy goes on where it was) and deletion; bytes a truncation took
 //   unread, with no copy within `rotate_wait`, are counted in `lost_truncated_bytes`.
