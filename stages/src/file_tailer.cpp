@@ -324,7 +324,9 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       const CheckpointEntry& e = restored_[it->second];
       const InodeKey key{e.device, e.inode};
       // Not a compressed file's, while the file it was saved for is still there: that one takes it.
-      if (!claimed_[it->second] && e.fingerprint_length == over &&
+      // Nor one that skips a whole compressed file: another that begins with the same line (a
+      // header) is not that file.
+      if (!claimed_[it->second] && e.fingerprint_length == over && e.offset != skip_all &&
           (e.device != file.device || e.inode != file.inode) &&
           !(compressed && listed_.contains(key))) {
         entry = it->second;
@@ -338,29 +340,44 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   // when it was closed. (An open one: as much of it as the compressed file holds, when that file
   // grew on after it was compressed, or gzip is still writing: 4 KiB of it at least.)
   enum class Source { none, wait, found };
+  // Whether `other` may be what `file` is a copy or the compressed form of: a compressed file is
+  // never the source of another.
+  const auto may_be_source = [&](const File& other) {
+    return &other != &file && (other.device != file.device || other.inode != file.inode) &&
+           other.fingerprint_length == file.fingerprint_length && !other.compressed;
+  };
+  // Whether `file` may be a copy of `other`: it begins as that one does, as far as both go (up to
+  // 64 KiB), or that cannot be told yet (`other` closed, or changed since it was read: truncated,
+  // and its copy is what takes over).
+  const auto may_be_copy = [&](const File& other) {
+    if (other.fd < 0) {
+      return other.head_length == 0 || size < other.head_length ||
+             hash_of(head_of(file.fd, other.head_length)) == other.head_hash;
+    }
+    if (!source_unchanged(other)) return true;
+    const auto compare =
+        static_cast<std::size_t>(std::min({size, size_of(other.fd), std::uint64_t{compare_bytes}}));
+    return head_of(file.fd, compare) == head_of(other.fd, compare);
+  };
   File* source = nullptr;
   std::uint64_t resume = 0;
   std::optional<std::string> inflated;  // its first bytes, once
   const auto compressed_source = [&](File*& from, std::uint64_t& at) {
     const bool young = now - file.found < options_.rotate_wait;
+    bool wait = false;
+    File* parked = nullptr;  // known by its first line only: taken when no file matches by content
     const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
     for (auto it = twins; it != twins_end; ++it) {
       File* const other = it->second;
-      if (other == &file || (other->device == file.device && other->inode == file.inode) ||
-          other->fingerprint_length != file.fingerprint_length || other->compressed) {
-        continue;  // a compressed file is never the source of another
-      }
+      if (!may_be_source(*other)) continue;
       if (other->state == File::State::parked) {
-        // Truncated, its copy compressed before the tailer saw it (copytruncate with compress):
-        // by its first line, as a copy is.
-        from = other;
-        at = other->position;
-        return Source::found;
+        if (parked == nullptr) parked = other;
+        continue;
       }
       if (other->fd < 0 && other->head_length == 0) continue;
       const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
       if (other_size < other->position) {
-        if (young) return Source::wait;  // truncated: its copy takes over once a read sees it
+        wait = wait || young;  // truncated: its copy takes over once a read sees it
         continue;
       }
       const std::size_t compare =
@@ -369,7 +386,10 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
               : other->head_length;
       if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
       const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
-      if (held.size() < compare && young) return Source::wait;  // gzip may still be writing it
+      if (held.size() < compare && young) {
+        wait = true;  // gzip may still be writing it
+        continue;
+      }
       const bool same = other->fd >= 0
                             ? held.size() >= std::min<std::size_t>(compare, 4096) &&
                                   held == head_of(other->fd, held.size())
@@ -379,7 +399,22 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       at = std::max(other->position, other_size);
       return Source::found;
     }
-    return Source::none;
+    if (wait) return Source::wait;
+    if (parked == nullptr) return Source::none;
+    // Truncated, its copy compressed before the tailer saw it (copytruncate with compress): it
+    // goes on from the start of the line the truncated file was read into the middle of.
+    from = parked;
+    at = parked->position - (parked->assembler ? parked->assembler->carried() : 0);
+    return Source::found;
+  };
+  // Found: it goes on after where its source ends, and the source's unread bytes are not lost.
+  const auto go_on_after = [&](File& from, std::uint64_t at) {
+    file.start = std::max(file.start, at);
+    file.compressed_from = &from;
+    if (from.state == File::State::parked) {
+      from.unread_lost = 0;  // not lost: in this file
+      unindex(from);
+    }
   };
 
   file.ledger = std::make_shared<AckLedger>();
@@ -397,9 +432,18 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
     // Its source still there too (the service stopped between gzip and the deletion): that one
     // resumes from its own entry, and this one goes on after it.
-    if (compressed && compressed_source(source, resume) == Source::found) {
-      file.start = std::max(file.start, resume);
-      file.compressed_from = source;
+    if (compressed) {
+      switch (compressed_source(source, resume)) {
+        case Source::wait:
+          file.start = 0;
+          file.awaiting_source = true;
+          return false;
+        case Source::found:
+          go_on_after(*source, resume);
+          break;
+        case Source::none:
+          break;
+      }
     }
     claimed_[*entry] = true;
     adopt(file);
@@ -411,42 +455,35 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
         file.awaiting_source = true;
         return false;
       case Source::found:
-        file.start = resume;
-        file.compressed_from = source;
-        if (source->state == File::State::parked) {
-          source->unread_lost = 0;  // not lost: in this file
-          unindex(*source);
-        }
+        go_on_after(*source, resume);
         stats_.copies.fetch_add(1, std::memory_order_relaxed);
         adopt(file);
         return true;
       case Source::none:
         break;
     }
-  }
-  const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
-  for (auto it = twins; it != twins_end; ++it) {
-    File* const other = it->second;
-    if (other == &file || (other->device == file.device && other->inode == file.inode) ||
-        other->fingerprint_length != file.fingerprint_length || other->compressed) {
-      continue;  // a compressed file is never the source of another
-    }
-    if (compressed) continue;  // its source is found above
-    if (other->state == File::State::parked) {
-      // The copy of a file truncated before it was found: it goes on where that one was.
-      go_on_in(file, *other, now);
-      other->ledger = nullptr;
-      other->state = File::State::detached;  // released at the next look (nothing left)
-      other->position = 0;
-      other->unread_lost = 0;
-      unindex(*other);
-      index(file);
-      return true;
-    }
-    if (other->state == File::State::live || other->state == File::State::detached) {
-      file.state = File::State::copy;  // a copy made before its source is truncated
-      file.copy_of = other;
-      return true;
+  } else {
+    const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
+    for (auto it = twins; it != twins_end; ++it) {
+      File* const other = it->second;
+      if (!may_be_source(*other)) continue;
+      if (other->state == File::State::parked) {
+        // The copy of a file truncated before it was found: it goes on where that one was.
+        go_on_in(file, *other, now);
+        other->ledger = nullptr;
+        other->state = File::State::detached;  // released at the next look (nothing left)
+        other->position = 0;
+        other->unread_lost = 0;
+        unindex(*other);
+        index(file);
+        return true;
+      }
+      if (other->state == File::State::live || other->state == File::State::detached) {
+        if (!may_be_copy(*other)) continue;  // it only begins with the same line (a header)
+        file.state = File::State::copy;      // a copy made before its source is truncated
+        file.copy_of = other;
+        return true;
+      }
     }
   }
   // A compressed file's end is where it ends inflated: all of it is skipped.
@@ -572,13 +609,16 @@ void FileTailer::scan(Clock::time_point now) {
   // So does a file renamed out of the globs while the service was down, found by its inode in its
   // directory: the new file at its path, beginning with the same header, would take its entry.
   if (!restored_.empty()) {
-    // Compressed files last: one whose source is here too goes on after where that one resumes.
-    for (const bool compressed : {false, true}) {
+    // Compressed files last, after the files renamed away too: one whose source is here goes on
+    // after where that one resumes.
+    const auto by_inode = [&](bool compressed) {
       for (File* file : fresh)
         if (file->fd >= 0 && compressed_file(file->fd) == compressed)
           (void)identify(*file, now, true);
-    }
+    };
+    by_inode(false);
     if (first_scan_ || !waiting_recovery_.empty()) recover_renamed(now);
+    by_inode(true);
   }
   for (File* file : fresh) {
     if (file->state == File::State::waiting) (void)identify(*file, now);

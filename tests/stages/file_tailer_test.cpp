@@ -895,6 +895,96 @@ TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
+// The same when the file was read into the middle of its last line before the truncation: the
+// compressed copy goes on from the start of that line, which comes whole.
+TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheStartOfALineReadInPart) {
+  const TailOptions tail = options({path("app.log*")});
+  append_lines("app.log", "one-", 0, 100);
+  append("app.log", "one-1");  // one-100, read in part
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append("app.log", "00\n");
+  append_lines("app.log", "one-", 101, 110);
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  fs::resize_file(path("app.log"), 0);
+  gzip_file(path("app.log.1"), path("app.log.1.gz"));
+  fs::remove(path("app.log.1"));
+  append_lines("app.log", "two-", 0, 10);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("one-", 0, 110));
+  EXPECT_TRUE(out.each_once("two-", 0, 10));
+  EXPECT_EQ(out.lines.size(), 120U);
+}
+
+// Files that begin with the same header (W3C, CSV) are not copies of each other: one truncated
+// soon after another appeared does not hand that one its offset.
+TEST_F(FileTailerTest, AFileThatOnlySharesAHeaderIsNotTakenForACopy) {
+  const std::string header = "#Fields: date time uri\n";
+  append("app.log", header);
+  append_lines("app.log", "app-", 0, 10);
+  append("zz.log", header);
+  append_lines("zz.log", "zz-", 0, 100);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::resize_file(path("app.log"), 0);
+  append("app.log", header);
+  append_lines("app.log", "new-", 0, 2);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("zz-", 0, 100));
+  EXPECT_TRUE(out.each_once("app-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 2));
+}
+
+// Files that begin with the same header: a compressed file whose content is that of one of them
+// goes on from that one, not from another that was truncated (known by its first line only).
+TEST_F(FileTailerTest, ACompressedFormIsKnownByContentBeforeATruncatedFileWithItsHeader) {
+  const std::string header = "#Fields: date time uri\n";
+  append("app.log", header);
+  append_lines("app.log", "app-", 0, 10);
+  append("zz.log", header);
+  append_lines("zz.log", "zz-", 0, 100);
+  const TailOptions tail = options({path("*.log"), path("*.gz")});
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  // app.log truncated with no copy, and written again.
+  fs::resize_file(path("app.log"), 0);
+  append("app.log", header);
+  append_lines("app.log", "new-", 0, 2);
+  now = settle(tailer, out, now);
+  gzip_file(path("zz.log"), path("zz.log.1.gz"));
+  fs::remove(path("zz.log"));
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("zz-", 0, 100));
+  EXPECT_TRUE(out.each_once("app-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 2));
+}
+
+// A compressed form found after a restart, while its source, renamed out of the globs while the
+// service was down, is read on from its checkpoint: it goes on after that one.
+TEST_F(FileTailerTest, ACompressedFormGoesOnAfterItsSourceRenamedAwayWhileDown) {
+  const TailOptions tail = options({path("app.log"), path("*.gz")});
+  append_lines("app.log", "one-", 0, 1'000);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(tail, Input{"files"}, {});
+    Collected out;
+    const Clock::time_point now = settle(tailer, out, Clock::now());  // read, not delivered
+    gzip_file(path("app.log"), path("app.log.1.gz"));
+    (void)settle(tailer, out, now);
+    saved = tailer.checkpoint();
+  }
+  fs::rename(path("app.log"), path("app.log.old"));
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected after;
+  finish_rotation(again, after, settle(again, after, Clock::now()), path("app.log.old"), 1'000);
+}
+
 // A compressed file found at the first look is skipped whole by start_at_end (its end is where it
 // ends inflated), also after a restart; one that appears later is read whole.
 TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
@@ -919,6 +1009,30 @@ TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
   Collected after;
   (void)settle(again, after, Clock::now());
   EXPECT_TRUE(after.lines.empty());
+}
+
+// A compressed file skipped whole by start_at_end, then deleted while the service was down: a new
+// one found after the restart that begins with the same header does not take its entry, and is
+// read whole.
+TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
+  const std::string header = "#Fields: date time uri\n";
+  append("old.txt", header);
+  append_lines("old.txt", "old-", 0, 100);
+  gzip_file(path("old.txt"), path("old.gz"));
+  TailOptions at_end = options({path("*.gz")});
+  at_end.start_at_end = true;
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(at_end, first);
+  ASSERT_TRUE(first.lines.empty());
+  fs::remove(path("old.gz"));
+  FileTailer again(at_end, Input{"files"}, saved);
+  Collected after;
+  const Clock::time_point now = settle(again, after, Clock::now());
+  append("new.txt", header);
+  append_lines("new.txt", "new-", 0, 100);
+  gzip_file(path("new.txt"), path("new.gz"));
+  (void)settle(again, after, now);
+  EXPECT_TRUE(after.each_once("new-", 0, 100));
 }
 
 // A compressed file that only shares its first line with a file the tailer follows (a header, as
