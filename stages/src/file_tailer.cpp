@@ -28,9 +28,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// FNV-1a, 64 bits: stable across builds, so that a checkpoint outlives an upgrade.
-std::uint64_t hash_of(std::string_view bytes) noexcept {
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
+constexpr std::uint64_t fnv_basis = 0xcbf29ce484222325ULL;
+
+// FNV-1a, 64 bits: stable across builds, so that a checkpoint outlives an upgrade. `hash` goes on
+// from the hash of the bytes before these.
+std::uint64_t hash_of(std::string_view bytes, std::uint64_t hash = fnv_basis) noexcept {
   for (const char c : bytes) {
     hash ^= static_cast<unsigned char>(c);
     hash *= 0x100000001b3ULL;
@@ -41,7 +43,7 @@ std::uint64_t hash_of(std::string_view bytes) noexcept {
 // hashes[k] is the hash of the first k bytes of `bytes` (hashes[0] of none), in one pass.
 std::vector<std::uint64_t> prefix_hashes(std::string_view bytes) {
   std::vector<std::uint64_t> hashes(bytes.size() + 1);
-  std::uint64_t hash = 0xcbf29ce484222325ULL;
+  std::uint64_t hash = fnv_basis;
   hashes[0] = hash;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     hash ^= static_cast<unsigned char>(bytes[i]);
@@ -170,6 +172,22 @@ struct FileTailer::File {
     fd = ::open(at.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) ++open_count;
     return fd >= 0;
+  }
+  // What it begins with (up to compare_bytes), from the bytes it was read to: a file truncated
+  // since, or closed, is known by them. `bytes` were read at `at`.
+  void keep_head(std::uint64_t at, std::string_view bytes) {
+    if (at != head_length || head_length >= compare_bytes) return;
+    const std::string_view more = bytes.substr(0, compare_bytes - head_length);
+    head_hash = hash_of(more, head_length == 0 ? fnv_basis : head_hash);
+    head_length += more.size();
+  }
+  // The same for a file read from `from` on: what it holds before that.
+  void keep_head_before(std::uint64_t from) {
+    if (gzip || fd < 0 || head_length >= std::min<std::uint64_t>(from, compare_bytes)) return;
+    const std::string head =
+        head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes)));
+    head_length = head.size();
+    head_hash = hash_of(head);
   }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {
@@ -362,6 +380,11 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   File* source = nullptr;
   std::uint64_t resume = 0;
   std::optional<std::string> inflated;  // its first bytes, once
+  // A truncated file's compressed copy goes on from the start of the line it was read into the
+  // middle of.
+  const auto line_start = [](const File& parked) {
+    return parked.position - (parked.assembler ? parked.assembler->carried() : 0);
+  };
   const auto compressed_source = [&](File*& from, std::uint64_t& at) {
     const bool young = now - file.found < options_.rotate_wait;
     bool wait = false;
@@ -370,7 +393,20 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     for (auto it = twins; it != twins_end; ++it) {
       File* const other = it->second;
       if (!may_be_source(*other)) continue;
+      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
       if (other->state == File::State::parked) {
+        // Truncated, its copy compressed before the tailer saw it (copytruncate with compress):
+        // by what it began with, when this file holds that much.
+        if (other->head_length > 0 && inflated->size() >= other->head_length) {
+          if (hash_of(std::string_view(*inflated).substr(0, other->head_length)) !=
+              other->head_hash) {
+            continue;
+          }
+          from = other;
+          at = line_start(*other);
+          return Source::found;
+        }
+        wait = wait || young;  // gzip may still be writing it
         if (parked == nullptr) parked = other;
         continue;
       }
@@ -384,7 +420,6 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
           other->fd >= 0
               ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
               : other->head_length;
-      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
       const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
       if (held.size() < compare && young) {
         wait = true;  // gzip may still be writing it
@@ -401,10 +436,8 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
     if (wait) return Source::wait;
     if (parked == nullptr) return Source::none;
-    // Truncated, its copy compressed before the tailer saw it (copytruncate with compress): it
-    // goes on from the start of the line the truncated file was read into the middle of.
-    from = parked;
-    at = parked->position - (parked->assembler ? parked->assembler->carried() : 0);
+    from = parked;  // by its first line only
+    at = line_start(*parked);
     return Source::found;
   };
   // Found: it goes on after where its source ends, and the source's unread bytes are not lost.
@@ -467,6 +500,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     for (auto it = twins; it != twins_end; ++it) {
       File* const other = it->second;
       if (!may_be_source(*other)) continue;
+      if (!may_be_copy(*other)) continue;  // it only begins with the same line (a header)
       if (other->state == File::State::parked) {
         // The copy of a file truncated before it was found: it goes on where that one was.
         go_on_in(file, *other, now);
@@ -479,8 +513,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
         return true;
       }
       if (other->state == File::State::live || other->state == File::State::detached) {
-        if (!may_be_copy(*other)) continue;  // it only begins with the same line (a header)
-        file.state = File::State::copy;      // a copy made before its source is truncated
+        file.state = File::State::copy;  // a copy made before its source is truncated
         file.copy_of = other;
         return true;
       }
@@ -516,6 +549,7 @@ void FileTailer::adopt(File& file) {
     file.skip = file.start;
     file.complete = file.start == skip_all;
   }
+  file.keep_head_before(file.start);
   // Line numbers are known only when reading from the beginning.
   file.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes,
                                                            file.start == 0 ? 1 : 0, file.start);
@@ -534,6 +568,7 @@ void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
   // Lines written to the source after the copy was made, and read from it before its truncation,
   // are not in the copy: it then has nothing left to read, and is not truncated for that.
   copy.position = std::min(copy.position, size_of(copy.fd));
+  copy.keep_head_before(copy.position);
   Input input = input_;
   input.file = copy.path;
   copy.input = std::make_shared<const Input>(std::move(input));
@@ -546,7 +581,6 @@ void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
 void FileTailer::truncated(File& file, Clock::time_point now) {
   stats_.truncations.fetch_add(1, std::memory_order_relaxed);
   unindex(file);  // its first bytes are gone
-  file.head_length = 0;
   // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
   File* copy = nullptr;
   for (auto& other : files_) {
@@ -566,6 +600,8 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->position = file.position;
     parked->start = file.start;
     parked->unread_lost = file.size_seen > file.position ? file.size_seen - file.position : 0;
+    parked->head_hash = file.head_hash;
+    parked->head_length = file.head_length;
     parked->assembler = std::move(file.assembler);
     parked->ledger = std::move(file.ledger);
     parked->input = file.input;
@@ -580,6 +616,8 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   file.position = 0;
   file.start = 0;
   file.size_seen = 0;
+  file.head_length = 0;
+  file.head_hash = 0;
   file.ledger = nullptr;
   file.assembler = nullptr;
   for (auto& other : files_) {
@@ -809,6 +847,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
       break;
     }
     buffer.resize(kept + static_cast<std::size_t>(got));
+    file.keep_head(file.position, std::string_view(buffer).substr(kept));
     file.position += static_cast<std::uint64_t>(got);
     total += static_cast<std::size_t>(got);
     file.last_growth = now;

@@ -939,6 +939,31 @@ TEST_F(FileTailerTest, AFileThatOnlySharesAHeaderIsNotTakenForACopy) {
   EXPECT_TRUE(out.each_once("new-", 0, 2));
 }
 
+// A file that appears soon after another with the same header was truncated is not that one's
+// copy either, nor its compressed copy: each is read from its start.
+TEST_F(FileTailerTest, ANewFileWithTheHeaderOfATruncatedOneIsReadWhole) {
+  const std::string header = "#Fields: date time uri\n";
+  append("app.log", header);
+  append_lines("app.log", "app-", 0, 10);
+  FileTailer tailer(options({path("*.log"), path("*.gz")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 2);
+  now = settle(tailer, out, now);
+  append("zz.log", header);
+  append_lines("zz.log", "zz-", 0, 100);
+  append("archive.txt", header);
+  append_lines("archive.txt", "archived-", 0, 100);
+  gzip_file(path("archive.txt"), path("archive.gz"));
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("zz-", 0, 100));
+  EXPECT_TRUE(out.each_once("archived-", 0, 100));
+  EXPECT_TRUE(out.each_once("app-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 2));
+}
+
 // Files that begin with the same header: a compressed file whose content is that of one of them
 // goes on from that one, not from another that was truncated (known by its first line only).
 TEST_F(FileTailerTest, ACompressedFormIsKnownByContentBeforeATruncatedFileWithItsHeader) {
