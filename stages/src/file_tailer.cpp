@@ -7,6 +7,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cerrno>
 #include <filesystem>
 #include <limits>
@@ -155,6 +157,8 @@ struct FileTailer::File {
   // closed as idle is known by them.
   std::uint64_t head_hash = 0;
   std::size_t head_length = 0;
+  // head_steps[k]: the hash of its first 2^k bytes, for each 2^k up to head_length.
+  std::array<std::uint64_t, std::bit_width(compare_bytes)> head_steps{};
   Clock::time_point found{};
   Clock::time_point last_growth{};
   Clock::time_point unseen_since{};  // detached: when a look first missed it
@@ -177,26 +181,39 @@ struct FileTailer::File {
   // since, or closed, is known by them. `bytes` were read at `at`.
   void keep_head(std::uint64_t at, std::string_view bytes) {
     if (at != head_length || head_length >= compare_bytes) return;
-    const std::string_view more = bytes.substr(0, compare_bytes - head_length);
-    head_hash = hash_of(more, head_length == 0 ? fnv_basis : head_hash);
-    head_length += more.size();
+    if (head_length == 0) head_hash = fnv_basis;
+    for (const char c : bytes.substr(0, compare_bytes - head_length)) {
+      head_hash = hash_of(std::string_view(&c, 1), head_hash);
+      ++head_length;
+      if (std::has_single_bit(head_length)) head_steps[std::countr_zero(head_length)] = head_hash;
+    }
+  }
+  void keep_head_anew(std::string_view head) {
+    head_length = 0;
+    keep_head(0, head);
   }
   // The same for a file read from `from` on: what it holds before that.
   void keep_head_before(std::uint64_t from) {
     if (gzip || fd < 0 || head_length >= std::min<std::uint64_t>(from, compare_bytes)) return;
-    const std::string head =
-        head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes)));
-    head_length = head.size();
-    head_hash = hash_of(head);
+    keep_head_anew(
+        head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes))));
+  }
+  enum class Match { same, differs, unknown };
+  // Whether another file began as this one did, as far as what this one kept goes; unknown when
+  // the two go no further than the first line. `hashes` are that file's prefix_hashes() (up to
+  // compare_bytes of it).
+  [[nodiscard]] Match begun_as(const std::vector<std::uint64_t>& hashes) const {
+    const std::size_t both = std::min(hashes.size() - 1, head_length);
+    const std::size_t length = both == head_length ? both : std::bit_floor(both);
+    if (length <= fingerprint_length) return Match::unknown;
+    const std::uint64_t kept =
+        length == head_length ? head_hash : head_steps[std::countr_zero(length)];
+    return hashes[length] == kept ? Match::same : Match::differs;
   }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {
     // Only a truncation changes what it begins with once that is whole (truncated() forgets it).
-    if (fd >= 0 && !gzip && head_length < compare_bytes) {
-      const std::string head = head_of(fd, compare_bytes);
-      head_length = head.size();
-      head_hash = hash_of(head);
-    }
+    if (fd >= 0 && !gzip && head_length < compare_bytes) keep_head_anew(head_of(fd, compare_bytes));
     close();
   }
   void close() {
@@ -364,22 +381,27 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     return &other != &file && (other.device != file.device || other.inode != file.inode) &&
            other.fingerprint_length == file.fingerprint_length && !other.compressed;
   };
-  // Whether `file` may be a copy of `other`: it begins as that one does, as far as both go (up to
-  // 64 KiB), or that cannot be told yet (`other` closed, or changed since it was read: truncated,
-  // and its copy is what takes over).
-  const auto may_be_copy = [&](const File& other) {
-    if (other.fd < 0) {
-      return other.head_length == 0 || size < other.head_length ||
-             hash_of(head_of(file.fd, other.head_length)) == other.head_hash;
-    }
-    if (!source_unchanged(other)) return true;
-    const auto compare =
-        static_cast<std::size_t>(std::min({size, size_of(other.fd), std::uint64_t{compare_bytes}}));
-    return head_of(file.fd, compare) == head_of(other.fd, compare);
-  };
   File* source = nullptr;
   std::uint64_t resume = 0;
-  std::optional<std::string> inflated;  // its first bytes, once
+  std::optional<std::string> inflated;  // its first bytes, once (inflated, when compressed)
+  const auto own_head = [&]() -> const std::string& {
+    if (!inflated) {
+      inflated =
+          compressed ? inflated_head_of(file.fd, compare_bytes) : head_of(file.fd, compare_bytes);
+    }
+    return *inflated;
+  };
+  std::optional<std::vector<std::uint64_t>> own_hashes;  // of those bytes, once
+  const auto own_prefix = [&]() -> const std::vector<std::uint64_t>& {
+    if (!own_hashes) own_hashes = prefix_hashes(own_head());
+    return *own_hashes;
+  };
+  // A truncated file's copies are known by what it began with; by their first line only once
+  // rotate_wait has passed since the truncation, when that cannot tell: gzip or cp may still be
+  // writing them until then.
+  const auto undecided = [&](const File& parked) {
+    return now - parked.found < options_.rotate_wait;
+  };
   // A truncated file's compressed copy goes on from the start of the line it was read into the
   // middle of.
   const auto line_start = [](const File& parked) {
@@ -393,22 +415,20 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     for (auto it = twins; it != twins_end; ++it) {
       File* const other = it->second;
       if (!may_be_source(*other)) continue;
-      if (!inflated) inflated = inflated_head_of(file.fd, compare_bytes);
       if (other->state == File::State::parked) {
-        // Truncated, its copy compressed before the tailer saw it (copytruncate with compress):
-        // by what it began with, when this file holds that much.
-        if (other->head_length > 0 && inflated->size() >= other->head_length) {
-          if (hash_of(std::string_view(*inflated).substr(0, other->head_length)) !=
-              other->head_hash) {
+        // Truncated, its copy compressed before the tailer saw it (copytruncate with compress).
+        switch (other->begun_as(own_prefix())) {
+          case File::Match::same:
+            from = other;
+            at = line_start(*other);
+            return Source::found;
+          case File::Match::differs:
             continue;
-          }
-          from = other;
-          at = line_start(*other);
-          return Source::found;
+          case File::Match::unknown:
+            wait = wait || undecided(*other);
+            if (parked == nullptr) parked = other;
+            continue;
         }
-        wait = wait || young;  // gzip may still be writing it
-        if (parked == nullptr) parked = other;
-        continue;
       }
       if (other->fd < 0 && other->head_length == 0) continue;
       const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
@@ -420,7 +440,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
           other->fd >= 0
               ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
               : other->head_length;
-      const std::string_view held(inflated->data(), std::min(inflated->size(), compare));
+      const std::string_view held(own_head().data(), std::min(own_head().size(), compare));
       if (held.size() < compare && young) {
         wait = true;  // gzip may still be writing it
         continue;
@@ -465,18 +485,8 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
     // Its source still there too (the service stopped between gzip and the deletion): that one
     // resumes from its own entry, and this one goes on after it.
-    if (compressed) {
-      switch (compressed_source(source, resume)) {
-        case Source::wait:
-          file.start = 0;
-          file.awaiting_source = true;
-          return false;
-        case Source::found:
-          go_on_after(*source, resume);
-          break;
-        case Source::none:
-          break;
-      }
+    if (compressed && compressed_source(source, resume) == Source::found) {
+      go_on_after(*source, resume);
     }
     claimed_[*entry] = true;
     adopt(file);
@@ -500,8 +510,11 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     for (auto it = twins; it != twins_end; ++it) {
       File* const other = it->second;
       if (!may_be_source(*other)) continue;
-      if (!may_be_copy(*other)) continue;  // it only begins with the same line (a header)
+      // A file that only begins with the same line (a header) is not a copy.
+      const File::Match match = other->begun_as(own_prefix());
+      if (match == File::Match::differs) continue;
       if (other->state == File::State::parked) {
+        if (match == File::Match::unknown && undecided(*other)) return false;  // looked at again
         // The copy of a file truncated before it was found: it goes on where that one was.
         go_on_in(file, *other, now);
         other->ledger = nullptr;
@@ -585,6 +598,16 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   File* copy = nullptr;
   for (auto& other : files_) {
     if (other->state == File::State::copy && other->copy_of == &file) copy = other.get();
+  }
+  if (copy != nullptr && copy->fd >= 0 &&
+      file.begun_as(prefix_hashes(head_of(copy->fd, compare_bytes))) == File::Match::differs) {
+    // Taken for a copy while it held no more than the same first line (a header): a file of its
+    // own, read from its start.
+    copy->copy_of = nullptr;
+    copy->start = 0;
+    copy->ledger = std::make_shared<AckLedger>();
+    adopt(*copy);
+    copy = nullptr;
   }
   if (copy != nullptr) {
     go_on_in(*copy, file, now);

@@ -459,6 +459,29 @@ TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {
   EXPECT_EQ(tailer.checkpoint().size(), 1U);
 }
 
+// The same for files with a header (W3C, CSV): the new file at the path begins with the same line
+// as the one renamed, whether the globs take that one's new name or not, and is still read at
+// once, not after rotate_wait as a copy of it would be.
+TEST_F(FileTailerTest, ANewFileWithTheSameHeaderAtARenamedPathIsReadAtOnce) {
+  const std::string header = "#Fields: date time uri\n";
+  for (const std::string& glob : {path("app.log"), path("app.log*")}) {
+    SCOPED_TRACE(glob);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    append("app.log", header);
+    append_lines("app.log", "old-", 0, 100);
+    FileTailer tailer(options({glob}), Input{"files"}, {});
+    Collected out;
+    const Clock::time_point now = settle(tailer, out, Clock::now());
+    fs::rename(path("app.log"), path("app.log.1"));
+    append("app.log", header);
+    append_lines("app.log", "new-", 0, 50);
+    (void)settle(tailer, out, now);  // for much less than rotate_wait
+    EXPECT_TRUE(out.each_once("old-", 0, 100));
+    EXPECT_TRUE(out.each_once("new-", 0, 50));
+  }
+}
+
 // A file that a look misses (renamed away and back, as a rotation that runs during the look can
 // make it seem) is remembered for a while: found again, it is not read again.
 TEST_F(FileTailerTest, AFileMissedByOneLookIsNotReadAgain) {
@@ -962,6 +985,54 @@ TEST_F(FileTailerTest, ANewFileWithTheHeaderOfATruncatedOneIsReadWhole) {
   EXPECT_TRUE(out.each_once("archived-", 0, 100));
   EXPECT_TRUE(out.each_once("app-", 0, 10));
   EXPECT_TRUE(out.each_once("new-", 0, 2));
+}
+
+// The same when the new file holds no more than the header when it is found, or only a little
+// past it: it is told apart once it holds more, and read from its start.
+TEST_F(FileTailerTest, AShortFileWithTheHeaderOfATruncatedOneIsReadWhole) {
+  const std::string header = "#Fields: date time uri\n";
+  for (const std::string& first : {std::string(), std::string("zz-0\n")}) {
+    SCOPED_TRACE(first.size());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    append("app.log", header);
+    append_lines("app.log", "app-", 0, 10);
+    FileTailer tailer(options(), Input{"files"}, {});
+    Collected out;
+    Clock::time_point now = settle(tailer, out, Clock::now());
+    fs::resize_file(path("app.log"), 0);
+    append_lines("app.log", "new-", 0, 2);
+    now = settle(tailer, out, now);
+    append("zz.log", header + first);
+    now = settle(tailer, out, now);
+    append_lines("zz.log", "zz-", first.empty() ? 0 : 1, 100);
+    now = settle(tailer, out, now);
+    (void)settle(tailer, out, now + 2s);
+    EXPECT_TRUE(out.each_once("zz-", 0, 100));
+    EXPECT_TRUE(out.each_once("new-", 0, 2));
+    EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);  // app.log's and zz.log's
+  }
+}
+
+// A file that held no more than the header of another when it was found is taken for a copy of
+// that one, until that one is truncated: then, if it began otherwise, it is read from its start.
+TEST_F(FileTailerTest, AFileTakenForACopyByItsHeaderIsReadWholeWhenItIsNone) {
+  const std::string header = "#Fields: date time uri\n";
+  append("app.log", header);
+  append_lines("app.log", "app-", 0, 10);
+  append("zz.log", header);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  append_lines("zz.log", "zz-", 0, 100);
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 2);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("zz-", 0, 100));
+  EXPECT_TRUE(out.each_once("app-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 2));
+  EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);
 }
 
 // Files that begin with the same header: a compressed file whose content is that of one of them
