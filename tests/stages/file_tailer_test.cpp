@@ -31,6 +31,11 @@ using conveyor::stages::TailOptions;
 using namespace std::chrono_literals;
 using Clock = FileTailer::Clock;
 
+struct Collected;
+
+// W3C's first line: files that begin with it share their fingerprint.
+const std::string header = "#Fields: date time uri\n";
+
 class FileTailerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,6 +59,16 @@ class FileTailerTest : public ::testing::Test {
       text += prefix + std::to_string(i) + "\n";
     append(name, text);
   }
+
+  // `name`: the header, then lines "PREFIX-FROM" .. "PREFIX-(TO-1)".
+  void append_with_header(const std::string& name, const std::string& prefix, int from,
+                          int to) const {
+    append(name, header);
+    append_lines(name, prefix, from, to);
+  }
+  // app.log and zz.log begin with the header; both are read, then app.log is truncated with no
+  // copy (the tailer keeps it parked) and written again: the header, new-0 and new-1.
+  Clock::time_point truncate_one_of_two_twins(FileTailer& tailer, Collected& out) const;
 
   [[nodiscard]] TailOptions options(const std::vector<std::string>& include = {}) const {
     TailOptions options;
@@ -463,19 +478,16 @@ TEST_F(FileTailerTest, ARotatedFileIsReadToItsEndBeforeItIsDropped) {
 // as the one renamed, whether the globs take that one's new name or not, and is still read at
 // once, not after rotate_wait as a copy of it would be.
 TEST_F(FileTailerTest, ANewFileWithTheSameHeaderAtARenamedPathIsReadAtOnce) {
-  const std::string header = "#Fields: date time uri\n";
   for (const std::string& glob : {path("app.log"), path("app.log*")}) {
     SCOPED_TRACE(glob);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    append("app.log", header);
-    append_lines("app.log", "old-", 0, 100);
+    append_with_header("app.log", "old-", 0, 100);
     FileTailer tailer(options({glob}), Input{"files"}, {});
     Collected out;
     const Clock::time_point now = settle(tailer, out, Clock::now());
     fs::rename(path("app.log"), path("app.log.1"));
-    append("app.log", header);
-    append_lines("app.log", "new-", 0, 50);
+    append_with_header("app.log", "new-", 0, 50);
     (void)settle(tailer, out, now);  // for much less than rotate_wait
     EXPECT_TRUE(out.each_once("old-", 0, 100));
     EXPECT_TRUE(out.each_once("new-", 0, 50));
@@ -941,85 +953,79 @@ TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheStartOfALineReadInPart)
   EXPECT_EQ(out.lines.size(), 120U);
 }
 
+// Lines "PREFIX-0" .. "PREFIX-(COUNT-1)" each came once, for each (PREFIX, COUNT).
+void expect_each_once(const Collected& out,
+                      std::initializer_list<std::pair<std::string, int>> prefixes) {
+  for (const auto& [prefix, count] : prefixes)
+    EXPECT_TRUE(out.each_once(prefix, 0, count)) << prefix;
+}
+
+Clock::time_point FileTailerTest::truncate_one_of_two_twins(FileTailer& tailer,
+                                                            Collected& out) const {
+  append_with_header("app.log", "app-", 0, 10);
+  append_with_header("zz.log", "zz-", 0, 100);
+  const Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::resize_file(path("app.log"), 0);
+  append_with_header("app.log", "new-", 0, 2);
+  return settle(tailer, out, now);
+}
+
 // Files that begin with the same header (W3C, CSV) are not copies of each other: one truncated
 // soon after another appeared does not hand that one its offset.
 TEST_F(FileTailerTest, AFileThatOnlySharesAHeaderIsNotTakenForACopy) {
-  const std::string header = "#Fields: date time uri\n";
-  append("app.log", header);
-  append_lines("app.log", "app-", 0, 10);
-  append("zz.log", header);
-  append_lines("zz.log", "zz-", 0, 100);
   FileTailer tailer(options(), Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  fs::resize_file(path("app.log"), 0);
-  append("app.log", header);
-  append_lines("app.log", "new-", 0, 2);
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("zz-", 0, 100));
-  EXPECT_TRUE(out.each_once("app-", 0, 10));
-  EXPECT_TRUE(out.each_once("new-", 0, 2));
+  (void)settle(tailer, out, truncate_one_of_two_twins(tailer, out) + 2s);
+  expect_each_once(out, {{"zz-", 100}, {"app-", 10}, {"new-", 2}});
 }
 
-// A file that appears soon after another with the same header was truncated is not that one's
-// copy either, nor its compressed copy: each is read from its start.
-TEST_F(FileTailerTest, ANewFileWithTheHeaderOfATruncatedOneIsReadWhole) {
-  const std::string header = "#Fields: date time uri\n";
-  append("app.log", header);
-  append_lines("app.log", "app-", 0, 10);
+// Nor is a compressed file whose content is that of one of them the compressed form of another
+// that was truncated: it goes on from the one it holds.
+TEST_F(FileTailerTest, ACompressedFormIsKnownByContentBeforeATruncatedFileWithItsHeader) {
   FileTailer tailer(options({path("*.log"), path("*.gz")}), Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  fs::resize_file(path("app.log"), 0);
-  append_lines("app.log", "new-", 0, 2);
-  now = settle(tailer, out, now);
-  append("zz.log", header);
-  append_lines("zz.log", "zz-", 0, 100);
-  append("archive.txt", header);
-  append_lines("archive.txt", "archived-", 0, 100);
-  gzip_file(path("archive.txt"), path("archive.gz"));
+  Clock::time_point now = truncate_one_of_two_twins(tailer, out);
+  gzip_file(path("zz.log"), path("zz.log.1.gz"));
+  fs::remove(path("zz.log"));
   now = settle(tailer, out, now);
   (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("zz-", 0, 100));
-  EXPECT_TRUE(out.each_once("archived-", 0, 100));
-  EXPECT_TRUE(out.each_once("app-", 0, 10));
-  EXPECT_TRUE(out.each_once("new-", 0, 2));
+  expect_each_once(out, {{"zz-", 100}, {"app-", 10}, {"new-", 2}});
 }
 
-// The same when the new file holds no more than the header when it is found, or only a little
-// past it: it is told apart once it holds more, and read from its start.
-TEST_F(FileTailerTest, AShortFileWithTheHeaderOfATruncatedOneIsReadWhole) {
-  const std::string header = "#Fields: date time uri\n";
-  for (const std::string& first : {std::string(), std::string("zz-0\n")}) {
+// A file that appears soon after another with the same header was truncated (app.log, written
+// again without it) is not that one's copy either, nor its compressed copy: each is read from
+// its start. Nor is one that holds no more than the header when it is found, or only a little
+// past it: it is told apart once it holds more.
+TEST_F(FileTailerTest, ANewFileWithTheHeaderOfATruncatedOneIsReadWhole) {
+  for (const std::string& first :
+       {std::string("zz-0\nzz-1\n"), std::string(), std::string("zz-0\n")}) {
     SCOPED_TRACE(first.size());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    append("app.log", header);
-    append_lines("app.log", "app-", 0, 10);
-    FileTailer tailer(options(), Input{"files"}, {});
+    append_with_header("app.log", "app-", 0, 10);
+    FileTailer tailer(options({path("*.log"), path("*.gz")}), Input{"files"}, {});
     Collected out;
     Clock::time_point now = settle(tailer, out, Clock::now());
     fs::resize_file(path("app.log"), 0);
     append_lines("app.log", "new-", 0, 2);
     now = settle(tailer, out, now);
     append("zz.log", header + first);
+    append_with_header("archive.txt", "archived-", 0, 100);
+    gzip_file(path("archive.txt"), path("archive.gz"));
     now = settle(tailer, out, now);
-    append_lines("zz.log", "zz-", first.empty() ? 0 : 1, 100);
+    append_lines("zz.log", "zz-", static_cast<int>(std::count(first.begin(), first.end(), '\n')),
+                 100);
     now = settle(tailer, out, now);
     (void)settle(tailer, out, now + 2s);
-    EXPECT_TRUE(out.each_once("zz-", 0, 100));
-    EXPECT_TRUE(out.each_once("new-", 0, 2));
-    EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);  // app.log's and zz.log's
+    expect_each_once(out, {{"zz-", 100}, {"archived-", 100}, {"app-", 10}, {"new-", 2}});
+    EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 3);  // app.log's, zz.log's, the gz's
   }
 }
 
 // A file that held no more than the header of another when it was found is taken for a copy of
 // that one, until that one is truncated: then, if it began otherwise, it is read from its start.
 TEST_F(FileTailerTest, AFileTakenForACopyByItsHeaderIsReadWholeWhenItIsNone) {
-  const std::string header = "#Fields: date time uri\n";
-  append("app.log", header);
-  append_lines("app.log", "app-", 0, 10);
+  append_with_header("app.log", "app-", 0, 10);
   append("zz.log", header);
   FileTailer tailer(options(), Input{"files"}, {});
   Collected out;
@@ -1029,36 +1035,8 @@ TEST_F(FileTailerTest, AFileTakenForACopyByItsHeaderIsReadWholeWhenItIsNone) {
   append_lines("app.log", "new-", 0, 2);
   now = settle(tailer, out, now);
   (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("zz-", 0, 100));
-  EXPECT_TRUE(out.each_once("app-", 0, 10));
-  EXPECT_TRUE(out.each_once("new-", 0, 2));
+  expect_each_once(out, {{"zz-", 100}, {"app-", 10}, {"new-", 2}});
   EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);
-}
-
-// Files that begin with the same header: a compressed file whose content is that of one of them
-// goes on from that one, not from another that was truncated (known by its first line only).
-TEST_F(FileTailerTest, ACompressedFormIsKnownByContentBeforeATruncatedFileWithItsHeader) {
-  const std::string header = "#Fields: date time uri\n";
-  append("app.log", header);
-  append_lines("app.log", "app-", 0, 10);
-  append("zz.log", header);
-  append_lines("zz.log", "zz-", 0, 100);
-  const TailOptions tail = options({path("*.log"), path("*.gz")});
-  FileTailer tailer(tail, Input{"files"}, {});
-  Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  // app.log truncated with no copy, and written again.
-  fs::resize_file(path("app.log"), 0);
-  append("app.log", header);
-  append_lines("app.log", "new-", 0, 2);
-  now = settle(tailer, out, now);
-  gzip_file(path("zz.log"), path("zz.log.1.gz"));
-  fs::remove(path("zz.log"));
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("zz-", 0, 100));
-  EXPECT_TRUE(out.each_once("app-", 0, 10));
-  EXPECT_TRUE(out.each_once("new-", 0, 2));
 }
 
 // A compressed form found after a restart, while its source, renamed out of the globs while the
@@ -1111,9 +1089,7 @@ TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
 // one found after the restart that begins with the same header does not take its entry, and is
 // read whole.
 TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
-  const std::string header = "#Fields: date time uri\n";
-  append("old.txt", header);
-  append_lines("old.txt", "old-", 0, 100);
+  append_with_header("old.txt", "old-", 0, 100);
   gzip_file(path("old.txt"), path("old.gz"));
   TailOptions at_end = options({path("*.gz")});
   at_end.start_at_end = true;
@@ -1124,8 +1100,7 @@ TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
   FileTailer again(at_end, Input{"files"}, saved);
   Collected after;
   const Clock::time_point now = settle(again, after, Clock::now());
-  append("new.txt", header);
-  append_lines("new.txt", "new-", 0, 100);
+  append_with_header("new.txt", "new-", 0, 100);
   gzip_file(path("new.txt"), path("new.gz"));
   (void)settle(again, after, now);
   EXPECT_TRUE(after.each_once("new-", 0, 100));
@@ -1134,10 +1109,8 @@ TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
 // A compressed file that only shares its first line with a file the tailer follows (a header, as
 // W3C and CSV logs have) is not that file's compressed form: it is read whole.
 TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {
-  append("app.log", "#Fields: date time uri\n");
-  append_lines("app.log", "live-", 0, 100);
-  append("other.log", "#Fields: date time uri\n");
-  append_lines("other.log", "archived-", 0, 100);
+  append_with_header("app.log", "live-", 0, 100);
+  append_with_header("other.log", "archived-", 0, 100);
   gzip_file(path("other.log"), path("other.log.1.gz"));
   fs::remove(path("other.log"));
   const TailOptions tail = options({path("app.log"), path("*.gz")});
@@ -1152,15 +1125,13 @@ TEST_F(FileTailerTest, ACompressedFileThatOnlySharesAHeaderIsReadWhole) {
 // file the checkpoint holds (a header) does not take that file's entry while that file is still
 // there, even when it is opened first (one descriptor only): each is read from where it should be.
 TEST_F(FileTailerTest, ACompressedFileDoesNotTakeTheEntryOfAFileStillThere) {
-  append("live.log", "#Fields: date time uri\n");
-  append_lines("live.log", "live-", 0, 100);
+  append_with_header("live.log", "live-", 0, 100);
   TailOptions tail = options({path("*.gz"), path("*.log")});
   tail.max_open_files = 1;
   Collected first;
   const std::vector<CheckpointEntry> saved = checkpoint_after_reading(tail, first);
   ASSERT_TRUE(first.each_once("live-", 0, 100));
-  append("archive.txt", "#Fields: date time uri\n");  // written while the service was down
-  append_lines("archive.txt", "archived-", 0, 100);
+  append_with_header("archive.txt", "archived-", 0, 100);  // written while the service was down
   gzip_file(path("archive.txt"), path("archive.gz"));
   FileTailer again(tail, Input{"files"}, saved);
   Collected after;
