@@ -79,6 +79,13 @@ class FileTailerTest : public ::testing::Test {
     return options;
   }
 
+  // The same, read from the end of each file found at the first look.
+  [[nodiscard]] TailOptions at_end_options(const std::vector<std::string>& include) const {
+    TailOptions at_end = options(include);
+    at_end.start_at_end = true;
+    return at_end;
+  }
+
   // Writes a.log (a-0 to a-9); options that close a file idle for 1 s and look for files once an
   // hour.
   [[nodiscard]] TailOptions with_idle_a_log() const {
@@ -719,9 +726,7 @@ TEST_F(FileTailerTest, AShortFileIsReadOnceItHasAFirstLine) {
 // read from its beginning.
 TEST_F(FileTailerTest, StartAtEndSkipsOnlyWhatWasThereAtTheFirstLook) {
   append_lines("a.log", "before-", 0, 10);
-  TailOptions at_end = options();
-  at_end.start_at_end = true;
-  FileTailer tailer(at_end, Input{"files"}, {});
+  FileTailer tailer(at_end_options({}), Input{"files"}, {});
   Collected out;
   Clock::time_point now = settle(tailer, out, Clock::now());
   append_lines("a.log", "after-", 0, 10);
@@ -737,9 +742,7 @@ TEST_F(FileTailerTest, StartAtEndSkipsOnlyWhatWasThereAtTheFirstLook) {
 TEST_F(FileTailerTest, StartAtEndReadsAFileThatWasTooShortToKnowAtTheFirstLook) {
   std::ofstream(path("a.log")).flush();
   append("b.log", "unfinish");
-  TailOptions at_end = options();
-  at_end.start_at_end = true;
-  FileTailer tailer(at_end, Input{"files"}, {});
+  FileTailer tailer(at_end_options({}), Input{"files"}, {});
   Collected out;
   Clock::time_point now = settle(tailer, out, Clock::now());
   append_lines("a.log", "after-", 0, 10);
@@ -809,6 +812,18 @@ TEST_F(FileTailerTest, TheCompressedFormOfAFileReadAlreadyIsNotReadAgain) {
   (void)settle(again, after, Clock::now());
   EXPECT_TRUE(after.each_once("two-", 50, 60));
   EXPECT_EQ(after.lines.size(), 10U);
+}
+
+// A tailer reads `file` (nothing is delivered), then finds it gzipped into `compressed`: its
+// checkpoint then (the service stops between gzip and the deletion of `file`).
+std::vector<CheckpointEntry> checkpoint_after_gzip(const TailOptions& tail, const std::string& file,
+                                                   const std::string& compressed) {
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  const Clock::time_point now = settle(tailer, out, Clock::now());
+  gzip_file(file, compressed);
+  (void)settle(tailer, out, now);
+  return tailer.checkpoint();
 }
 
 // logrotate's last step once it compressed a file: `compressed` deleted. Then every line of it,
@@ -893,15 +908,8 @@ TEST_F(FileTailerTest, ACompressedFormResumesFromWhatItsSourceHadDelivered) {
 TEST_F(FileTailerTest, AStopBetweenGzipAndTheDeletionRepeatsNothing) {
   const TailOptions tail = options({path("app.log*")});
   append_lines("app.log.1", "one-", 0, 1'000);
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(tail, Input{"files"}, {});
-    Collected out;
-    const Clock::time_point now = settle(tailer, out, Clock::now());  // read, not delivered
-    gzip_file(path("app.log.1"), path("app.log.2.gz"));
-    (void)settle(tailer, out, now);
-    saved = tailer.checkpoint();
-  }
+  const std::vector<CheckpointEntry> saved =
+      checkpoint_after_gzip(tail, path("app.log.1"), path("app.log.2.gz"));
   FileTailer again(tail, Input{"files"}, saved);
   Collected after;
   finish_rotation(again, after, settle(again, after, Clock::now()), path("app.log.1"), 1'000);
@@ -909,14 +917,17 @@ TEST_F(FileTailerTest, AStopBetweenGzipAndTheDeletionRepeatsNothing) {
 
 // copytruncate with compress: the copy is compressed and deleted before the tailer sees it, and
 // the file itself truncated and written again. The compressed copy goes on from where the file
-// was read to: the lines written just before the truncation come from it, and none twice.
+// was read to: the lines written just before the truncation come from it, and none twice. The
+// line the file was read into the middle of comes whole.
 TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
   const TailOptions tail = options({path("app.log*")});
   append_lines("app.log", "one-", 0, 1'000);
+  append("app.log", "one-10");  // one-1000, read in part
   FileTailer tailer(tail, Input{"files"}, {});
   Collected out;
   Clock::time_point now = settle(tailer, out, Clock::now());
-  append_lines("app.log", "one-", 1'000, 1'100);  // not read before the rotation
+  append("app.log", "00\n");
+  append_lines("app.log", "one-", 1'001, 1'100);  // not read before the rotation
   fs::copy_file(path("app.log"), path("app.log.1"));
   fs::resize_file(path("app.log"), 0);
   gzip_file(path("app.log.1"), path("app.log.1.gz"));
@@ -928,29 +939,6 @@ TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
   EXPECT_TRUE(out.each_once("two-", 0, 10));
   EXPECT_EQ(out.lines.size(), 1'110U);
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
-}
-
-// The same when the file was read into the middle of its last line before the truncation: the
-// compressed copy goes on from the start of that line, which comes whole.
-TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheStartOfALineReadInPart) {
-  const TailOptions tail = options({path("app.log*")});
-  append_lines("app.log", "one-", 0, 100);
-  append("app.log", "one-1");  // one-100, read in part
-  FileTailer tailer(tail, Input{"files"}, {});
-  Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  append("app.log", "00\n");
-  append_lines("app.log", "one-", 101, 110);
-  fs::copy_file(path("app.log"), path("app.log.1"));
-  fs::resize_file(path("app.log"), 0);
-  gzip_file(path("app.log.1"), path("app.log.1.gz"));
-  fs::remove(path("app.log.1"));
-  append_lines("app.log", "two-", 0, 10);
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  EXPECT_TRUE(out.each_once("one-", 0, 110));
-  EXPECT_TRUE(out.each_once("two-", 0, 10));
-  EXPECT_EQ(out.lines.size(), 120U);
 }
 
 // Lines "PREFIX-0" .. "PREFIX-(COUNT-1)" each came once, for each (PREFIX, COUNT).
@@ -1044,15 +1032,8 @@ TEST_F(FileTailerTest, AFileTakenForACopyByItsHeaderIsReadWholeWhenItIsNone) {
 TEST_F(FileTailerTest, ACompressedFormGoesOnAfterItsSourceRenamedAwayWhileDown) {
   const TailOptions tail = options({path("app.log"), path("*.gz")});
   append_lines("app.log", "one-", 0, 1'000);
-  std::vector<CheckpointEntry> saved;
-  {
-    FileTailer tailer(tail, Input{"files"}, {});
-    Collected out;
-    const Clock::time_point now = settle(tailer, out, Clock::now());  // read, not delivered
-    gzip_file(path("app.log"), path("app.log.1.gz"));
-    (void)settle(tailer, out, now);
-    saved = tailer.checkpoint();
-  }
+  const std::vector<CheckpointEntry> saved =
+      checkpoint_after_gzip(tail, path("app.log"), path("app.log.1.gz"));
   fs::rename(path("app.log"), path("app.log.old"));
   FileTailer again(tail, Input{"files"}, saved);
   Collected after;
@@ -1064,8 +1045,7 @@ TEST_F(FileTailerTest, ACompressedFormGoesOnAfterItsSourceRenamedAwayWhileDown) 
 TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
   append_lines("old.txt", "old-", 0, 1'000);
   gzip_file(path("old.txt"), path("old.gz"));
-  TailOptions at_end = options({path("*.gz")});
-  at_end.start_at_end = true;
+  const TailOptions at_end = at_end_options({path("*.gz")});
   std::vector<CheckpointEntry> saved;
   {
     FileTailer tailer(at_end, Input{"files"}, {});
@@ -1091,8 +1071,7 @@ TEST_F(FileTailerTest, StartAtEndSkipsACompressedFileWhole) {
 TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
   append_with_header("old.txt", "old-", 0, 100);
   gzip_file(path("old.txt"), path("old.gz"));
-  TailOptions at_end = options({path("*.gz")});
-  at_end.start_at_end = true;
+  const TailOptions at_end = at_end_options({path("*.gz")});
   Collected first;
   const std::vector<CheckpointEntry> saved = checkpoint_after_reading(at_end, first);
   ASSERT_TRUE(first.lines.empty());
