@@ -210,6 +210,22 @@ struct FileTailer::File {
         length == head_length ? head_hash : head_steps[std::countr_zero(length)];
     return hashes[length] == kept ? Match::same : Match::differs;
   }
+  // Whether it still begins with the bytes it was known by: its first line, and as much of what
+  // was read of it as a read of up to 1 KiB covers (files may share a header line). Not, once
+  // truncated and written again.
+  [[nodiscard]] bool begins_as_read() const {
+    const std::size_t known = std::min<std::size_t>(head_length, 1024);
+    const std::size_t length = known > fingerprint_length ? std::bit_floor(known) : 0;
+    const std::string head = head_of(fd, std::max<std::size_t>(fingerprint_length, length));
+    const std::string_view bytes(head);
+    if (bytes.size() < fingerprint_length ||
+        hash_of(bytes.substr(0, fingerprint_length)) != fingerprint) {
+      return false;
+    }
+    return length <= fingerprint_length ||
+           (bytes.size() >= length &&
+            hash_of(bytes.substr(0, length)) == head_steps[std::countr_zero(length)]);
+  }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {
     // Only a truncation changes what it begins with once that is whole (truncated() forgets it).
@@ -842,8 +858,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   }
   if (size != file.size_seen && file.position > 0 && file.state == File::State::live) {
     // Truncated and written again since the last look: its first bytes are not the same.
-    const std::string head = head_of(file.fd, file.fingerprint_length);
-    if (head.size() < file.fingerprint_length || hash_of(head) != file.fingerprint) {
+    if (!file.begins_as_read()) {
       truncated(file, now);
       return 0;
     }
@@ -891,9 +906,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
 // Whether `file` still begins with the bytes it was known by, and is no shorter than what was
 // read of it.
 bool FileTailer::source_unchanged(const File& file) {
-  const std::string head = head_of(file.fd, file.fingerprint_length);
-  return head.size() == file.fingerprint_length && hash_of(head) == file.fingerprint &&
-         size_of(file.fd) >= file.position;
+  return file.begins_as_read() && size_of(file.fd) >= file.position;
 }
 
 void FileTailer::release_idle(Clock::time_point now) {

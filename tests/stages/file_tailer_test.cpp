@@ -168,6 +168,13 @@ std::uint64_t offset_of(const std::vector<CheckpointEntry>& entries, const std::
   return UINT64_MAX;
 }
 
+// Lines "PREFIX-0" .. "PREFIX-(COUNT-1)" each came once, for each (PREFIX, COUNT).
+void expect_each_once(const Collected& out,
+                      std::initializer_list<std::pair<std::string, int>> prefixes) {
+  for (const auto& [prefix, count] : prefixes)
+    EXPECT_TRUE(out.each_once(prefix, 0, count)) << prefix;
+}
+
 TEST_F(FileTailerTest, ReadsEveryLineOnceAndNamesItsFile) {
   append_lines("a.log", "a-", 0, 1000);
   FileTailer tailer(options(), Input{"files"}, {});
@@ -592,6 +599,21 @@ TEST_F(FileTailerTest, ATruncationHiddenBySizeIsFoundThroughTheCopy) {
     EXPECT_EQ(count, 1) << line;
 }
 
+// A file with a header, truncated and written past the size it had before the next read: its
+// first line is the same, but what follows is not, and it is read again from its start.
+TEST_F(FileTailerTest, ATruncationPastTheOldSizeIsFoundBehindTheSameHeader) {
+  append_with_header("app.log", "old-", 0, 10);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
+  append_lines("app.log", "new-", 0, 100);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"old-", 10}, {"new-", 100}});
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+}
+
 // copytruncate whose copy the glob leaves out: the file is read again from its start, and the
 // bytes that were there unread are counted as lost, never silently.
 TEST_F(FileTailerTest, CopyTruncateWithoutTheCopyCountsWhatItLost) {
@@ -939,13 +961,6 @@ TEST_F(FileTailerTest, ACopyCompressedAtOnceGoesOnFromTheTruncatedFile) {
   EXPECT_TRUE(out.each_once("two-", 0, 10));
   EXPECT_EQ(out.lines.size(), 1'110U);
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
-}
-
-// Lines "PREFIX-0" .. "PREFIX-(COUNT-1)" each came once, for each (PREFIX, COUNT).
-void expect_each_once(const Collected& out,
-                      std::initializer_list<std::pair<std::string, int>> prefixes) {
-  for (const auto& [prefix, count] : prefixes)
-    EXPECT_TRUE(out.each_once(prefix, 0, count)) << prefix;
 }
 
 Clock::time_point FileTailerTest::truncate_one_of_two_twins(FileTailer& tailer,
