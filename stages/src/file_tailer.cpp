@@ -166,6 +166,7 @@ struct FileTailer::File {
   bool reopen = false;  // detached while closed as idle: to be opened where it was renamed to
   bool forget = false;  // let go by this poll
   bool awaiting_source = false;  // compressed: its source may not be comparable yet
+  bool awaited = false;          // parked: a file that may be its copy is looked at again meanwhile
 
   explicit File(std::size_t& open_files) : open_count(open_files) {}
   File(const File&) = delete;
@@ -415,8 +416,10 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   // A truncated file's copies are known by what it began with; by their first line only once
   // rotate_wait has passed since the truncation, when that cannot tell: gzip or cp may still be
   // writing them until then.
-  const auto undecided = [&](const File& parked) {
-    return now - parked.found < options_.rotate_wait;
+  const auto undecided = [&](File& parked) {
+    const bool young = now - parked.found < options_.rotate_wait;
+    parked.awaited = parked.awaited || young;  // kept until the file looked at again decides
+    return young;
   };
   // A truncated file's compressed copy goes on from the start of the line it was read into the
   // middle of.
@@ -611,19 +614,20 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   stats_.truncations.fetch_add(1, std::memory_order_relaxed);
   unindex(file);  // its first bytes are gone
   // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
+  // One taken for a copy while it held no more than the same first line (a header), and that began
+  // otherwise, is a file of its own: read from its start.
   File* copy = nullptr;
   for (auto& other : files_) {
-    if (other->state == File::State::copy && other->copy_of == &file) copy = other.get();
-  }
-  if (copy != nullptr && copy->fd >= 0 &&
-      file.begun_as(prefix_hashes(head_of(copy->fd, compare_bytes))) == File::Match::differs) {
-    // Taken for a copy while it held no more than the same first line (a header): a file of its
-    // own, read from its start.
-    copy->copy_of = nullptr;
-    copy->start = 0;
-    copy->ledger = std::make_shared<AckLedger>();
-    adopt(*copy);
-    copy = nullptr;
+    if (other->state != File::State::copy || other->copy_of != &file) continue;
+    if (other->fd >= 0 &&
+        file.begun_as(prefix_hashes(head_of(other->fd, compare_bytes))) == File::Match::differs) {
+      other->copy_of = nullptr;
+      other->start = 0;
+      other->ledger = std::make_shared<AckLedger>();
+      adopt(*other);
+    } else if (copy == nullptr) {
+      copy = other.get();
+    }
   }
   if (copy != nullptr) {
     go_on_in(*copy, file, now);
@@ -641,6 +645,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->unread_lost = file.size_seen > file.position ? file.size_seen - file.position : 0;
     parked->head_hash = file.head_hash;
     parked->head_length = file.head_length;
+    parked->head_steps = file.head_steps;
     parked->assembler = std::move(file.assembler);
     parked->ledger = std::move(file.ledger);
     parked->input = file.input;
@@ -910,6 +915,11 @@ bool FileTailer::source_unchanged(const File& file) {
 }
 
 void FileTailer::release_idle(Clock::time_point now) {
+  // A parked file waits rotate_wait for its copy; one that a new file is being looked at again
+  // for as its copy waits as long again, so that the new file decides before it goes.
+  const auto parked_for = [&](const File& parked) {
+    return parked.awaited ? 2 * options_.rotate_wait : options_.rotate_wait;
+  };
   std::vector<File*> missed;  // truncated sources found through their copies
   for (auto& file : files_) {
     switch (file->state) {
@@ -922,7 +932,7 @@ void FileTailer::release_idle(Clock::time_point now) {
         }
         break;
       case File::State::parked:
-        if (file->unread_lost != 0 && now - file->found >= options_.rotate_wait) {
+        if (file->unread_lost != 0 && now - file->found >= parked_for(*file)) {
           stats_.lost_truncated_bytes.fetch_add(file->unread_lost, std::memory_order_relaxed);
           file->unread_lost = 0;
         }
@@ -973,7 +983,7 @@ void FileTailer::release_idle(Clock::time_point now) {
                       now - file->unseen_since >= options_.rotate_wait + 2 * options_.glob_interval;
     return done &&
            ((file->state == File::State::detached && file->fd < 0 && gone && !file->reopen) ||
-            (file->state == File::State::parked && now - file->found >= options_.rotate_wait));
+            (file->state == File::State::parked && now - file->found >= parked_for(*file)));
   };
   // Decided once per file: the outputs settle tokens meanwhile, and a file erased that was not
   // unindexed would leave the indexes pointing at it.

@@ -573,6 +573,32 @@ TEST_F(FileTailerTest, ACopyShorterThanWhatItsFileHadReadIsNotReadAgain) {
   EXPECT_EQ(after.lines.size(), 0U) << "read again after a clean stop";
 }
 
+// The same when the truncation is seen before the copy (the look that finds the copy comes
+// later): the copy, shorter than what was read, is known by what the truncated file began with,
+// and goes on from it.
+TEST_F(FileTailerTest, ACopyShorterThanWhatWasReadIsKnownAfterTheTruncation) {
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer tailer(options({path("app.log*")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  std::string copied;
+  {
+    std::ifstream in(path("app.log"), std::ios::binary);
+    copied.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  append_lines("app.log", "old-", 100, 110);  // after the copy: only in app.log
+  now = settle(tailer, out, now);
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 40);
+  now = settle(tailer, out, now);
+  append("app.log.1", copied);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"old-", 110}, {"new-", 40}});
+  EXPECT_EQ(out.lines.size(), 150U);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
+}
+
 // copytruncate where the file was written again to the very size it had before the tailer looked:
 // its size says nothing, but its copy, waiting for it to be truncated, makes the tailer look at
 // its first bytes. Nothing is read twice.
@@ -980,6 +1006,25 @@ TEST_F(FileTailerTest, AFileThatOnlySharesAHeaderIsNotTakenForACopy) {
   Collected out;
   (void)settle(tailer, out, truncate_one_of_two_twins(tailer, out) + 2s);
   expect_each_once(out, {{"zz-", 100}, {"app-", 10}, {"new-", 2}});
+}
+
+// Of two files taken for copies of one that is then truncated, the real copy goes on from it, and
+// the one that held only its header then and began otherwise is read from its start.
+TEST_F(FileTailerTest, OfTwoFilesTakenForCopiesTheOneThatBeganOtherwiseIsReadWhole) {
+  append_with_header("app.log", "app-", 0, 10);
+  FileTailer tailer(options({path("*.log"), path("app.log.1")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  append("zz.log", header);
+  now = settle(tailer, out, now, 10ms, 2);  // both seen, and taken for copies of app.log
+  append_lines("zz.log", "zz-", 0, 100);
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 2);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"app-", 10}, {"zz-", 100}, {"new-", 2}});
+  EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);  // app.log's and zz.log's
 }
 
 // Nor is a compressed file whose content is that of one of them the compressed form of another
