@@ -444,7 +444,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
           case File::Match::differs:
             continue;
           case File::Match::unknown:
-            wait = wait || undecided(*other);
+            wait = undecided(*other) || wait;
             if (parked == nullptr) parked = other;
             continue;
         }
@@ -525,30 +525,39 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
         break;
     }
   } else {
+    // The file it begins as, or else one it begins as as far as can be told yet (its first line):
+    // a file that only begins with the same line (a header) is not a copy.
+    File* same = nullptr;
+    File* maybe = nullptr;
     const auto [twins, twins_end] = by_fingerprint_.equal_range(file.fingerprint);
-    for (auto it = twins; it != twins_end; ++it) {
+    for (auto it = twins; it != twins_end && same == nullptr; ++it) {
       File* const other = it->second;
-      if (!may_be_source(*other)) continue;
-      // A file that only begins with the same line (a header) is not a copy.
+      if (!may_be_source(*other) ||
+          (other->state != File::State::parked && other->state != File::State::live &&
+           other->state != File::State::detached)) {
+        continue;
+      }
       const File::Match match = other->begun_as(own_prefix());
-      if (match == File::Match::differs) continue;
-      if (other->state == File::State::parked) {
-        if (match == File::Match::unknown && undecided(*other)) return false;  // looked at again
-        // The copy of a file truncated before it was found: it goes on where that one was.
-        go_on_in(file, *other, now);
-        other->ledger = nullptr;
-        other->state = File::State::detached;  // released at the next look (nothing left)
-        other->position = 0;
-        other->unread_lost = 0;
-        unindex(*other);
-        index(file);
-        return true;
-      }
-      if (other->state == File::State::live || other->state == File::State::detached) {
-        file.state = File::State::copy;  // a copy made before its source is truncated
-        file.copy_of = other;
-        return true;
-      }
+      if (match == File::Match::same) same = other;
+      if (match == File::Match::unknown && maybe == nullptr) maybe = other;
+    }
+    File* const other = same != nullptr ? same : maybe;
+    if (other != nullptr && other->state == File::State::parked) {
+      if (other == maybe && undecided(*other)) return false;  // looked at again
+      // The copy of a file truncated before it was found: it goes on where that one was.
+      go_on_in(file, *other, now);
+      other->ledger = nullptr;
+      other->state = File::State::detached;  // released at the next look (nothing left)
+      other->position = 0;
+      other->unread_lost = 0;
+      unindex(*other);
+      index(file);
+      return true;
+    }
+    if (other != nullptr) {
+      file.state = File::State::copy;  // a copy made before its source is truncated
+      file.copy_of = other;
+      return true;
     }
   }
   // A compressed file's end is where it ends inflated: all of it is skipped.
@@ -592,6 +601,13 @@ void FileTailer::adopt(File& file) {
   index(file);
 }
 
+void FileTailer::adopt_anew(File& copy) {
+  copy.copy_of = nullptr;
+  copy.start = 0;
+  copy.ledger = std::make_shared<AckLedger>();
+  adopt(copy);
+}
+
 void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
   copy.position = source.position;
   copy.start = source.start;
@@ -616,19 +632,24 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   // What was read so far goes on in a copy of the file, if one was made (copytruncate) or will be.
   // One taken for a copy while it held no more than the same first line (a header), and that began
   // otherwise, is a file of its own: read from its start.
-  File* copy = nullptr;
+  // The copy it begins as goes before one that only shares its first line so far.
+  File* same = nullptr;
+  File* maybe = nullptr;
   for (auto& other : files_) {
-    if (other->state != File::State::copy || other->copy_of != &file) continue;
-    if (other->fd >= 0 &&
-        file.begun_as(prefix_hashes(head_of(other->fd, compare_bytes))) == File::Match::differs) {
-      other->copy_of = nullptr;
-      other->start = 0;
-      other->ledger = std::make_shared<AckLedger>();
-      adopt(*other);
-    } else if (copy == nullptr) {
-      copy = other.get();
+    if (other->state != File::State::copy || other->copy_of != &file || other->fd < 0) continue;
+    switch (file.begun_as(prefix_hashes(head_of(other->fd, compare_bytes)))) {
+      case File::Match::differs:
+        adopt_anew(*other);
+        break;
+      case File::Match::same:
+        if (same == nullptr) same = other.get();
+        break;
+      case File::Match::unknown:
+        if (maybe == nullptr) maybe = other.get();
+        break;
     }
   }
+  File* const copy = same != nullptr ? same : maybe;
   if (copy != nullptr) {
     go_on_in(*copy, file, now);
     index(*copy);
@@ -948,10 +969,7 @@ void FileTailer::release_idle(Clock::time_point now) {
             }
             break;
           }
-          file->copy_of = nullptr;
-          file->start = 0;
-          file->ledger = std::make_shared<AckLedger>();
-          adopt(*file);
+          adopt_anew(*file);
         }
         break;
       case File::State::live:

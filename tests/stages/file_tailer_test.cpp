@@ -1008,23 +1008,31 @@ TEST_F(FileTailerTest, AFileThatOnlySharesAHeaderIsNotTakenForACopy) {
   expect_each_once(out, {{"zz-", 100}, {"app-", 10}, {"new-", 2}});
 }
 
-// Of two files taken for copies of one that is then truncated, the real copy goes on from it, and
-// the one that held only its header then and began otherwise is read from its start.
-TEST_F(FileTailerTest, OfTwoFilesTakenForCopiesTheOneThatBeganOtherwiseIsReadWhole) {
-  append_with_header("app.log", "app-", 0, 10);
-  FileTailer tailer(options({path("*.log"), path("app.log.1")}), Input{"files"}, {});
-  Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  fs::copy_file(path("app.log"), path("app.log.1"));
-  append("zz.log", header);
-  now = settle(tailer, out, now, 10ms, 2);  // both seen, and taken for copies of app.log
-  append_lines("zz.log", "zz-", 0, 100);
-  fs::resize_file(path("app.log"), 0);
-  append_lines("app.log", "new-", 0, 2);
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  expect_each_once(out, {{"app-", 10}, {"zz-", 100}, {"new-", 2}});
-  EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);  // app.log's and zz.log's
+// Of two files taken for copies of one that is then truncated, the real copy goes on from it,
+// and the one that held only its header is read from its start: whether it began otherwise by
+// then (zz.log), or still holds only the header, found before the real copy (aa.log).
+TEST_F(FileTailerTest, OfTwoFilesTakenForCopiesTheRealOneGoesOn) {
+  for (const std::string name : {"zz.log", "aa.log"}) {
+    SCOPED_TRACE(name);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const bool grows_first = name == "zz.log";
+    append_with_header("app.log", "app-", 0, 10);
+    FileTailer tailer(options({path("*.log"), path("app.log.1")}), Input{"files"}, {});
+    Collected out;
+    Clock::time_point now = settle(tailer, out, Clock::now());
+    fs::copy_file(path("app.log"), path("app.log.1"));
+    append(name, header);
+    now = settle(tailer, out, now, 10ms, 2);  // both taken for copies of app.log
+    if (grows_first) append_lines(name, "other-", 0, 10);
+    fs::resize_file(path("app.log"), 0);
+    append_lines("app.log", "new-", 0, 2);
+    now = settle(tailer, out, now);
+    if (!grows_first) append_lines(name, "other-", 0, 10);
+    (void)settle(tailer, out, now + 2s);
+    expect_each_once(out, {{"app-", 10}, {"other-", 10}, {"new-", 2}});
+    EXPECT_EQ(out.lines[header.substr(0, header.size() - 1)], 2);  // app.log's and the other's
+  }
 }
 
 // Nor is a compressed file whose content is that of one of them the compressed form of another

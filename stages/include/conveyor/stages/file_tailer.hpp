@@ -120,6 +120,8 @@ class FileTailer {
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
+  // A file taken for a copy that is none: read as a file of its own, from its start.
+  void adopt_anew(File& copy);
   // `copy` of a truncated file goes on where `source` was: its position, ledger and partial line.
   void go_on_in(File& copy, File& source, Clock::time_point now);
   static bool source_unchanged(const File& file);
