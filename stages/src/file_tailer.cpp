@@ -153,12 +153,14 @@ struct FileTailer::File {
   // checkpoint offset stays at that file's until that file is done with (what that one read and
   // has not delivered yet is not in this one past `start`).
   File* compressed_from = nullptr;
-  // Its first bytes (up to compare_bytes) when it was last closed: the compressed form of a file
-  // closed as idle is known by them.
-  std::uint64_t head_hash = 0;
-  std::size_t head_length = 0;
-  // head_steps[k]: the hash of its first 2^k bytes, for each 2^k up to head_length.
-  std::array<std::uint64_t, std::bit_width(compare_bytes)> head_steps{};
+  // What it began with, as far as it was read (up to compare_bytes): its copies and compressed
+  // form are known by it, also once it is closed or truncated.
+  struct Head {
+    std::uint64_t hash = 0;  // of its first `length` bytes
+    std::size_t length = 0;
+    // steps[k]: the hash of its first 2^k bytes, for each 2^k up to `length`.
+    std::array<std::uint64_t, std::bit_width(compare_bytes)> steps{};
+  } head;
   Clock::time_point found{};
   Clock::time_point last_growth{};
   Clock::time_point unseen_since{};  // detached: when a look first missed it
@@ -181,21 +183,21 @@ struct FileTailer::File {
   // What it begins with (up to compare_bytes), from the bytes it was read to: a file truncated
   // since, or closed, is known by them. `bytes` were read at `at`.
   void keep_head(std::uint64_t at, std::string_view bytes) {
-    if (at != head_length || head_length >= compare_bytes) return;
-    if (head_length == 0) head_hash = fnv_basis;
-    for (const char c : bytes.substr(0, compare_bytes - head_length)) {
-      head_hash = hash_of(std::string_view(&c, 1), head_hash);
-      ++head_length;
-      if (std::has_single_bit(head_length)) head_steps[std::countr_zero(head_length)] = head_hash;
+    if (at != head.length || head.length >= compare_bytes) return;
+    if (head.length == 0) head.hash = fnv_basis;
+    for (const char c : bytes.substr(0, compare_bytes - head.length)) {
+      head.hash = hash_of(std::string_view(&c, 1), head.hash);
+      ++head.length;
+      if (std::has_single_bit(head.length)) head.steps[std::countr_zero(head.length)] = head.hash;
     }
   }
-  void keep_head_anew(std::string_view head) {
-    head_length = 0;
-    keep_head(0, head);
+  void keep_head_anew(std::string_view bytes) {
+    head.length = 0;
+    keep_head(0, bytes);
   }
   // The same for a file read from `from` on: what it holds before that.
   void keep_head_before(std::uint64_t from) {
-    if (gzip || fd < 0 || head_length >= std::min<std::uint64_t>(from, compare_bytes)) return;
+    if (gzip || fd < 0 || head.length >= std::min<std::uint64_t>(from, compare_bytes)) return;
     keep_head_anew(
         head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes))));
   }
@@ -204,33 +206,33 @@ struct FileTailer::File {
   // the two go no further than the first line. `hashes` are that file's prefix_hashes() (up to
   // compare_bytes of it).
   [[nodiscard]] Match begun_as(const std::vector<std::uint64_t>& hashes) const {
-    const std::size_t both = std::min(hashes.size() - 1, head_length);
-    const std::size_t length = both == head_length ? both : std::bit_floor(both);
+    const std::size_t both = std::min(hashes.size() - 1, head.length);
+    const std::size_t length = both == head.length ? both : std::bit_floor(both);
     if (length <= fingerprint_length) return Match::unknown;
     const std::uint64_t kept =
-        length == head_length ? head_hash : head_steps[std::countr_zero(length)];
+        length == head.length ? head.hash : head.steps[std::countr_zero(length)];
     return hashes[length] == kept ? Match::same : Match::differs;
   }
   // Whether it still begins with the bytes it was known by: its first line, and as much of what
   // was read of it as a read of up to 1 KiB covers (files may share a header line). Not, once
   // truncated and written again.
   [[nodiscard]] bool begins_as_read() const {
-    const std::size_t known = std::min<std::size_t>(head_length, 1024);
+    const std::size_t known = std::min<std::size_t>(head.length, 1024);
     const std::size_t length = known > fingerprint_length ? std::bit_floor(known) : 0;
-    const std::string head = head_of(fd, std::max<std::size_t>(fingerprint_length, length));
-    const std::string_view bytes(head);
+    const std::string read = head_of(fd, std::max<std::size_t>(fingerprint_length, length));
+    const std::string_view bytes(read);
     if (bytes.size() < fingerprint_length ||
         hash_of(bytes.substr(0, fingerprint_length)) != fingerprint) {
       return false;
     }
     return length <= fingerprint_length ||
            (bytes.size() >= length &&
-            hash_of(bytes.substr(0, length)) == head_steps[std::countr_zero(length)]);
+            hash_of(bytes.substr(0, length)) == head.steps[std::countr_zero(length)]);
   }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {
     // Only a truncation changes what it begins with once that is whole (truncated() forgets it).
-    if (fd >= 0 && !gzip && head_length < compare_bytes) keep_head_anew(head_of(fd, compare_bytes));
+    if (fd >= 0 && !gzip && head.length < compare_bytes) keep_head_anew(head_of(fd, compare_bytes));
     close();
   }
   void close() {
@@ -449,7 +451,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
             continue;
         }
       }
-      if (other->fd < 0 && other->head_length == 0) continue;
+      if (other->fd < 0 && other->head.length == 0) continue;
       const std::uint64_t other_size = other->fd >= 0 ? size_of(other->fd) : other->position;
       if (other_size < other->position) {
         wait = wait || young;  // truncated: its copy takes over once a read sees it
@@ -458,7 +460,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       const std::size_t compare =
           other->fd >= 0
               ? static_cast<std::size_t>(std::min<std::uint64_t>(other_size, compare_bytes))
-              : other->head_length;
+              : other->head.length;
       const std::string_view held(own_head().data(), std::min(own_head().size(), compare));
       if (held.size() < compare && young) {
         wait = true;  // gzip may still be writing it
@@ -467,7 +469,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       const bool same = other->fd >= 0
                             ? held.size() >= std::min<std::size_t>(compare, 4096) &&
                                   held == head_of(other->fd, held.size())
-                            : held.size() == compare && hash_of(held) == other->head_hash;
+                            : held.size() == compare && hash_of(held) == other->head.hash;
       if (!same) continue;
       from = other;
       at = std::max(other->position, other_size);
@@ -664,9 +666,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->position = file.position;
     parked->start = file.start;
     parked->unread_lost = file.size_seen > file.position ? file.size_seen - file.position : 0;
-    parked->head_hash = file.head_hash;
-    parked->head_length = file.head_length;
-    parked->head_steps = file.head_steps;
+    parked->head = file.head;
     parked->assembler = std::move(file.assembler);
     parked->ledger = std::move(file.ledger);
     parked->input = file.input;
@@ -681,8 +681,7 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   file.position = 0;
   file.start = 0;
   file.size_seen = 0;
-  file.head_length = 0;
-  file.head_hash = 0;
+  file.head = {};
   file.ledger = nullptr;
   file.assembler = nullptr;
   for (auto& other : files_) {
