@@ -130,6 +130,11 @@ struct FileTailer::File {
   std::uint64_t inode = 0;
   std::uint64_t fingerprint = 0;
   std::uint32_t fingerprint_length = 0;
+  // A compressed file's checkpoint entry: a hash of its first fingerprint_bytes inflated bytes
+  // (all of them when it holds fewer), not of its first line alone. It never grows, so a file that
+  // takes its inode while the service is down, with the same header, is told apart.
+  std::uint64_t entry_fingerprint = 0;
+  std::uint32_t entry_fingerprint_length = 0;
   std::string path;
   int fd = -1;
   State state = State::waiting;
@@ -346,6 +351,11 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   const std::vector<std::uint64_t> hashes = prefix_hashes(head);
   file.fingerprint_length = static_cast<std::uint32_t>(length);
   file.fingerprint = hashes[length];
+  if (compressed) {
+    const std::size_t whole = std::min(head.size(), options_.fingerprint_bytes);
+    file.entry_fingerprint_length = static_cast<std::uint32_t>(std::max(whole, length));
+    file.entry_fingerprint = hashes[file.entry_fingerprint_length];
+  }
   const auto matches = [&](std::uint64_t fingerprint, std::uint32_t over) {
     return over < hashes.size() && hashes[over] == fingerprint;
   };
@@ -494,7 +504,8 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     const CheckpointEntry& e = restored_[*entry];
-    if (!by_raw_hash) {
+    // A compressed file keeps the fingerprints it has now: its entry's covers more than a line.
+    if (!by_raw_hash && !compressed) {
       file.fingerprint = e.fingerprint;
       file.fingerprint_length = e.fingerprint_length;
     }
@@ -661,6 +672,8 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->inode = file.inode;
     parked->fingerprint = file.fingerprint;
     parked->fingerprint_length = file.fingerprint_length;
+    parked->entry_fingerprint = file.entry_fingerprint;
+    parked->entry_fingerprint_length = file.entry_fingerprint_length;
     parked->path = file.path;
     parked->state = File::State::parked;
     parked->position = file.position;
@@ -1096,14 +1109,16 @@ std::vector<CheckpointEntry> FileTailer::checkpoint() const {
     if (file->state == File::State::waiting || file->state == File::State::copy || !file->ledger) {
       continue;
     }
-    entries.push_back({.device = file->device,
-                       .inode = file->inode,
-                       .fingerprint = file->fingerprint,
-                       .fingerprint_length = file->fingerprint_length,
-                       // Not past its end: a copy may be shorter than what its source had read.
-                       .offset = file->compressed ? compressed_offset(*file)
-                                                  : std::min(file->committed(), file->position),
-                       .path = file->path});
+    entries.push_back(
+        {.device = file->device,
+         .inode = file->inode,
+         .fingerprint = file->compressed ? file->entry_fingerprint : file->fingerprint,
+         .fingerprint_length =
+             file->compressed ? file->entry_fingerprint_length : file->fingerprint_length,
+         // Not past its end: a copy may be shorter than what its source had read.
+         .offset = file->compressed ? compressed_offset(*file)
+                                    : std::min(file->committed(), file->position),
+         .path = file->path});
   }
   return entries;
 }
