@@ -14,10 +14,13 @@
 namespace conveyor::testing {
 
 #if defined(__SANITIZE_THREAD__) || defined(CONVEYOR_TSAN)
+inline constexpr bool thread_sanitizer = true;
 inline constexpr int sanitizer_slowdown_factor = 10;
 #elif defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
+inline constexpr bool thread_sanitizer = false;
 inline constexpr int sanitizer_slowdown_factor = 4;
 #else
+inline constexpr bool thread_sanitizer = false;
 inline constexpr int sanitizer_slowdown_factor = 1;
 #endif
 
