@@ -504,8 +504,10 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     const CheckpointEntry& e = restored_[*entry];
-    // A compressed file keeps the fingerprints it has now: its entry's covers more than a line.
-    if (!by_raw_hash && !compressed) {
+    // A compressed file keeps the fingerprints it has now, and so does a file that takes a
+    // compressed file's entry (gunzipped while the service was down): theirs cover more than a
+    // first line, which its copies and compressed form are known by.
+    if (!by_raw_hash && !compressed && e.fingerprint_length <= file.fingerprint_length) {
       file.fingerprint = e.fingerprint;
       file.fingerprint_length = e.fingerprint_length;
     }

@@ -77,6 +77,12 @@ class FileTailerTest : public ::testing::Test {
   // app.log and zz.log begin with the header; both are read, then app.log is truncated with no
   // copy (the tailer keeps it parked) and written again: the header, new-0 and new-1.
   Clock::time_point truncate_one_of_two_twins(FileTailer& tailer, Collected& out) const;
+  // What is read of a new .gz that takes the inode of a deleted one holding `old_text`.
+  Collected read_at_the_inode_of_one_skipped(const std::string& old_text) const;
+  // old.gz (the header, old-0 .. old-99) and what else the globs of `tail` name, read by a
+  // tailer that then stops: its checkpoint; `first`, what it read.
+  std::vector<CheckpointEntry> checkpoint_with_old_gz(const TailOptions& tail,
+                                                      Collected& first) const;
 
   [[nodiscard]] TailOptions options(const std::vector<std::string>& include = {}) const {
     TailOptions options;
@@ -1161,51 +1167,126 @@ TEST_F(FileTailerTest, ACompressedFileWithTheHeaderOfOneSkippedIsReadWhole) {
   EXPECT_TRUE(after.each_once("new-", 0, 100));
 }
 
-// `saved`'s one entry, of a compressed file deleted while the service was down, as if the file
-// system had given its inode to `holding` (a file outside the globs, renamed into them later).
-void give_inode_of_entry(std::vector<CheckpointEntry>& saved, const std::string& holding) {
-  ASSERT_EQ(saved.size(), 1U);
+// The entry of `at` in `saved`, of a file deleted while the service was down, as if the file
+// system had given its inode to `holding` (made since; outside the globs, or under them).
+void give_inode_of_entry(std::vector<CheckpointEntry>& saved, const std::string& at,
+                         const std::string& holding) {
+  const auto entry = std::find_if(saved.begin(), saved.end(),
+                                  [&](const CheckpointEntry& e) { return e.path == at; });
+  ASSERT_NE(entry, saved.end()) << at;
   struct stat st {};
   ASSERT_EQ(::stat(holding.c_str(), &st), 0);
-  saved[0].device = st.st_dev;
-  saved[0].inode = st.st_ino;
+  entry->device = st.st_dev;
+  entry->inode = st.st_ino;
 }
 
 // A file system hands a freed inode out again: logrotate deletes the oldest .gz and compresses
-// the next into a file that may get its inode. Those that begin with the same header (W3C, CSV)
-// are still not the same file: the entry of one skipped whole does not skip the other.
-TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfOneSkippedIsReadWhole) {
-  append_with_header("old.txt", "old-", 0, 100);
+// the next into a file that may get its inode. old.gz, holding `old_text`, is skipped whole by a
+// start_at_end look, then deleted while the service is down; new.gz, which begins with the
+// header, gets its inode, and comes under the globs after the restart's first look (until then
+// it is found by its inode in old.gz's directory, as a file renamed away would be). What is read
+// of new.gz after the restart.
+Collected FileTailerTest::read_at_the_inode_of_one_skipped(const std::string& old_text) const {
+  append("old.txt", old_text);
   gzip_file(path("old.txt"), path("old.gz"));
   const TailOptions at_end = at_end_options({path("*.gz")});
-  Collected first;
-  std::vector<CheckpointEntry> saved = checkpoint_after_reading(at_end, first);
-  ASSERT_TRUE(first.lines.empty());
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(at_end, Input{"files"}, {});
+    Collected first;
+    // Past partial_line_timeout: an empty file is known only then.
+    (void)settle(tailer, first, settle(tailer, first, Clock::now()) + 2s);
+    EXPECT_TRUE(first.lines.empty());
+    saved = tailer.checkpoint();
+  }
   fs::remove(path("old.gz"));
   append_with_header("new.txt", "new-", 0, 100);
   gzip_file(path("new.txt"), path("new.hold"));
-  give_inode_of_entry(saved, path("new.hold"));
+  give_inode_of_entry(saved, path("old.gz"), path("new.hold"));
   FileTailer again(at_end, Input{"files"}, saved);
   Collected after;
   const Clock::time_point now = settle(again, after, Clock::now());
   fs::rename(path("new.hold"), path("new.gz"));
   (void)settle(again, after, now);
+  return after;
+}
+
+// Files that begin with the same header are still not the same file: the entry of one skipped
+// whole does not skip the other.
+TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfOneSkippedIsReadWhole) {
+  std::string old_text = header;
+  for (int i = 0; i < 100; ++i)
+    old_text += "old-" + std::to_string(i) + "\n";
+  const Collected after = read_at_the_inode_of_one_skipped(old_text);
   EXPECT_TRUE(after.each_once("new-", 0, 100));
   EXPECT_EQ(after.lines.size(), 101U);  // and its header
 }
 
-// The same for one read whole: the other is read from its start, not from the first one's end.
-TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfOneReadIsReadFromItsStart) {
+// Nor does the entry of one that inflated to nothing (a rotated empty log): it covers no byte, and
+// holds offset 0 whatever start_at_end says.
+TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfAnEmptyOneIsReadWhole) {
+  const Collected after = read_at_the_inode_of_one_skipped("");
+  EXPECT_TRUE(after.each_once("new-", 0, 100));
+  EXPECT_EQ(after.lines.size(), 101U);
+}
+
+std::vector<CheckpointEntry> FileTailerTest::checkpoint_with_old_gz(const TailOptions& tail,
+                                                                    Collected& first) const {
   append_with_header("old.txt", "old-", 0, 100);
   gzip_file(path("old.txt"), path("old.gz"));
+  fs::remove(path("old.txt"));
+  std::vector<CheckpointEntry> saved = checkpoint_after_reading(tail, first);
+  EXPECT_TRUE(first.each_once("old-", 0, 100));
+  return saved;
+}
+
+// The harm in logrotate's order: access.log is compressed into a file at the inode of a deleted
+// .gz with the same header while the service is down. It goes on from where access.log was
+// delivered to, not from the deleted file's end or its own start.
+TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfAnotherGoesOnFromItsSource) {
+  append_with_header("access.log", "live-", 0, 10);
+  const TailOptions both = options({path("*.log"), path("*.gz")});
+  Collected first;
+  std::vector<CheckpointEntry> saved = checkpoint_with_old_gz(both, first);
+  ASSERT_TRUE(first.each_once("live-", 0, 10));
+  append_lines("access.log", "late-", 0, 5);  // not read before the stop
+  fs::remove(path("old.gz"));
+  gzip_file(path("access.log"), path("access.log.1.gz"));
+  fs::remove(path("access.log"));
+  give_inode_of_entry(saved, path("old.gz"), path("access.log.1.gz"));
+  FileTailer again(both, Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.each_once("late-", 0, 5));
+  EXPECT_EQ(after.lines.size(), 5U);
+}
+
+// A compressed file gunzipped while the service was down: the plain file takes its entry, and is
+// still known by its first line, so that its compressed form, made later, is not read again.
+TEST_F(FileTailerTest, AFileGunzippedWhileDownKnowsItsCompressedFormLater) {
+  const TailOptions both = options({path("*.log"), path("*.gz")});
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_with_old_gz(both, first);
+  append_with_header("old.log", "old-", 0, 100);  // gunzip old.gz
+  fs::remove(path("old.gz"));
+  FileTailer again(both, Input{"files"}, saved);
+  Collected after;
+  const Clock::time_point now = settle(again, after, Clock::now());
+  EXPECT_TRUE(after.lines.empty()) << after.lines.size() << " lines read again";
+  gzip_file(path("old.log"), path("old.log.1.gz"));
+  (void)settle(again, after, now);
+  EXPECT_TRUE(after.lines.empty()) << after.lines.size() << " lines read again";
+}
+
+// The same for one read whole: the other is read from its start, not from the first one's end.
+TEST_F(FileTailerTest, ACompressedFileAtTheInodeOfOneReadIsReadFromItsStart) {
   const TailOptions gz = options({path("*.gz")});
   Collected first;
-  std::vector<CheckpointEntry> saved = checkpoint_after_reading(gz, first);
-  ASSERT_TRUE(first.each_once("old-", 0, 100));
+  std::vector<CheckpointEntry> saved = checkpoint_with_old_gz(gz, first);
   fs::remove(path("old.gz"));
   append_with_header("new.txt", "new-", 0, 200);
   gzip_file(path("new.txt"), path("new.gz"));
-  give_inode_of_entry(saved, path("new.gz"));
+  give_inode_of_entry(saved, path("old.gz"), path("new.gz"));
   FileTailer again(gz, Input{"files"}, saved);
   Collected after;
   (void)settle(again, after, Clock::now());
