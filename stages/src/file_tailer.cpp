@@ -369,16 +369,13 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
   const std::vector<std::uint64_t> raw_hashes = compressed && same_inode != same_inode_end
                                                     ? prefix_hashes(head_of(file.fd, head_bytes))
                                                     : std::vector<std::uint64_t>{};
-  bool by_raw_hash = false;  // then it keeps the fingerprint it has now
   for (auto it = same_inode; it != same_inode_end && !entry; ++it) {
     const CheckpointEntry& e = restored_[it->second];
     if (claimed_[it->second]) continue;
-    if (matches(e.fingerprint, e.fingerprint_length)) {
+    if (matches(e.fingerprint, e.fingerprint_length) ||
+        (e.fingerprint_length < raw_hashes.size() &&
+         raw_hashes[e.fingerprint_length] == e.fingerprint)) {
       entry = it->second;
-    } else if (e.fingerprint_length < raw_hashes.size() &&
-               raw_hashes[e.fingerprint_length] == e.fingerprint) {
-      entry = it->second;
-      by_raw_hash = true;
     }
   }
   if (by_inode_only && !entry) return false;
@@ -503,14 +500,10 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
 
   file.ledger = std::make_shared<AckLedger>();
   if (entry) {
+    // The file keeps the fingerprint of its own first line, by which its copies and compressed
+    // form are known: the entry's may cover less (a first line that was partial when it was
+    // saved) or more (a compressed file's, for a file gunzipped while the service was down).
     const CheckpointEntry& e = restored_[*entry];
-    // A compressed file keeps the fingerprints it has now, and so does a file that takes a
-    // compressed file's entry (gunzipped while the service was down): theirs cover more than a
-    // first line, which its copies and compressed form are known by.
-    if (!by_raw_hash && !compressed && e.fingerprint_length <= file.fingerprint_length) {
-      file.fingerprint = e.fingerprint;
-      file.fingerprint_length = e.fingerprint_length;
-    }
     file.start = e.offset;
     // Truncated while the service was down (a gzip file's offset counts inflated bytes).
     if (size < file.start && !compressed) {

@@ -559,6 +559,36 @@ TEST_F(FileTailerTest, CopyTruncateWithTheCopyUnderTheGlobLosesAndRepeatsNothing
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);
 }
 
+// A checkpoint saved while the first line had no newline yet (the partial line's timeout passed,
+// so the file was known by what it had): after the restart the file goes on, and its copy at a
+// copytruncate is still known by the whole first line, not read again.
+TEST_F(FileTailerTest, AFileSavedWithAPartialFirstLineKnowsItsCopyAfterARestart) {
+  append("app.log", "first line, part");
+  const TailOptions tail = options({path("app.log*")});
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(tail, Input{"files"}, {});
+    Collected first;
+    (void)settle(tailer, first, settle(tailer, first, Clock::now()) + 2s);
+    first.release();
+    saved = tailer.checkpoint();
+  }
+  append("app.log", " two\n");
+  append_lines("app.log", "old-", 0, 100);
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  ASSERT_TRUE(out.each_once("old-", 0, 100));
+  fs::copy_file(path("app.log"), path("app.log.1"));
+  now = settle(again, out, now, 10ms, 2);
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 10);
+  (void)settle(again, out, now);
+  EXPECT_TRUE(out.each_once("old-", 0, 100));
+  EXPECT_TRUE(out.each_once("new-", 0, 10));
+  EXPECT_EQ(again.stats().copies.load(), 1U);
+}
+
 // copytruncate with lines written between the copy and the truncation, read from the file before
 // it was truncated: the copy is shorter than what was read, and holds nothing left to read. It is
 // not read again from its start, and its checkpoint is not past its end (which would have made a
