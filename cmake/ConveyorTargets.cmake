@@ -18,7 +18,7 @@ if(CONVEYOR_SANITIZE)
   # A trap in place of each check's report call: a sixth less compile time and a third less code
   # (docs/design/build-and-test-time.md). AddressSanitizer prints the stack of the trap, file:line
   # first, when ASAN_OPTIONS has handle_sigill=1 (the dev test preset's). GCC drops the vptr
-  # check, which needs its runtime, without a word: the tsan preset has it instead.
+  # check, which needs its runtime, without a word; the fuzzers (Clang) keep it.
   if(CONVEYOR_UBSAN_TRAP AND "undefined" IN_LIST CONVEYOR_SANITIZE)
     target_compile_options(conveyor_sanitizers INTERFACE -fsanitize-undefined-trap-on-error)
   endif()
