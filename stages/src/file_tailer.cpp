@@ -667,8 +667,6 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->inode = file.inode;
     parked->fingerprint = file.fingerprint;
     parked->fingerprint_length = file.fingerprint_length;
-    parked->entry_fingerprint = file.entry_fingerprint;
-    parked->entry_fingerprint_length = file.entry_fingerprint_length;
     parked->path = file.path;
     parked->state = File::State::parked;
     parked->position = file.position;
