@@ -128,16 +128,25 @@ AckToken AckLedger::issue(std::uint64_t position) {
   std::uint64_t sequence = 0;
   {
     std::lock_guard lock(state_->mutex);
+    // The slot first: if it cannot be had, nothing has changed, and every number handed out has
+    // its slot.
+    if (!state_->dead) {
+      state_->slots.push_back({position, state_->stopped ? detail::AckState::Status::failed
+                                                         : detail::AckState::Status::pending});
+    }
     sequence = state_->next_sequence++;
-    if (!state_->stopped) ++state_->pending;
     if (state_->stopped) {
-      if (!state_->dead) state_->slots.push_back({position, detail::AckState::Status::failed});
       state_->bury_if_stuck();
-    } else if (!state_->dead) {
-      state_->slots.push_back({position, detail::AckState::Status::pending});
+    } else {
+      ++state_->pending;
     }
   }
-  return AckToken(std::make_shared<detail::IssuedEntry>(state_, sequence));
+  try {
+    return AckToken(std::make_shared<detail::IssuedEntry>(state_, sequence));
+  } catch (...) {
+    state_->settle(sequence, true);  // no token, so its item is not delivered
+    throw;
+  }
 }
 
 std::optional<std::uint64_t> AckLedger::acknowledged() const {

@@ -26,6 +26,7 @@
 
 #include "conveyor/framework/detail/async_body.hpp"
 #include "conveyor/framework/detail/async_worker.hpp"
+#include "conveyor/framework/detail/drop_failed.hpp"
 #include "conveyor/framework/detail/io_pool.hpp"
 #include "conveyor/framework/detail/node.hpp"
 #include "conveyor/sync/detail/asio_coroutines.hpp"
@@ -64,6 +65,7 @@ boost::asio::awaitable<void> run_async_item(F& code, In item, Tag tag, std::uint
     }
   } catch (...) {
     result.error = std::current_exception();
+    drop_failed(item);
   }
   result.ended = sync::detail::ticks();
   done.add(std::move(result));

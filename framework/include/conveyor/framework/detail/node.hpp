@@ -23,6 +23,7 @@
 
 #include "conveyor/framework/detail/body.hpp"
 #include "conveyor/framework/detail/control.hpp"
+#include "conveyor/framework/detail/drop_failed.hpp"
 #include "conveyor/framework/detail/edge.hpp"
 #include "conveyor/framework/detail/fused_step.hpp"
 #include "conveyor/framework/detail/port/branch_port.hpp"
@@ -376,6 +377,7 @@ class StageNode final : public ConsumerNode<In, F> {
         try {
           body_.process(std::move(item), emit_);
         } catch (...) {
+          drop_failed(item);
           Instance::fail_fused(context_, counters_);
           return false;
         }
@@ -541,6 +543,7 @@ class SinkNode final : public ConsumerNode<In, F> {
         try {
           body_.process(std::move(item));
         } catch (...) {
+          drop_failed(item);
           Instance::fail_fused(context_, counters_);
           return false;
         }
