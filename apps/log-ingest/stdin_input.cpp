@@ -36,7 +36,13 @@ void StdinInput::read_all() {
       builder.pop();
     }
   };
+  bool cut = false;
   for (;;) {
+    // Relaxed: a flag, set once; what was read is handed over below whenever it is seen.
+    if (cut_.load(std::memory_order_relaxed)) {
+      cut = true;
+      break;
+    }
     pollfd ready{.fd = STDIN_FILENO, .events = POLLIN, .revents = 0};
     // Wakes every 100 ms to see a stop; after one, reads only what is there already.
     const bool stopping = stop_.load(std::memory_order_relaxed);
@@ -53,7 +59,12 @@ void StdinInput::read_all() {
     decoder.feed(std::string_view(buffer.data(), static_cast<std::size_t>(count)), builder);
     hand_over();
   }
-  decoder.finish(builder);
+  // Cut off at the drain's deadline: a line still without its end is dead-lettered as truncated.
+  if (cut) {
+    decoder.cut(builder);
+  } else {
+    decoder.finish(builder);
+  }
   hand_over();
   finished_.store(true, std::memory_order_release);
 }

@@ -3,8 +3,9 @@
 // waits for room in the Ingress, so a producer writing into the pipe is slowed, never dropped.
 //
 // Contract: ServiceInput's, except that `finished()` may be called from any thread. At the end of
-// stdin, or once `stop_accepting` was called and nothing more is ready to read, it hands over what
-// it holds (an unterminated last line is a message) and finishes.
+// stdin, once `stop_accepting` was called and nothing more is ready to read, or once `close_all`
+// was called (a writer that never pauses is cut off there), it hands over what it read (an
+// unterminated last line is a message) and finishes.
 #pragma once
 
 #include <atomic>
@@ -25,7 +26,10 @@ class StdinInput final : public ServiceInput {
 
   void start() override;
   void stop_accepting() override { stop_.store(true, std::memory_order_relaxed); }
-  void close_all() override { stop_accepting(); }
+  void close_all() override {
+    stop_accepting();
+    cut_.store(true, std::memory_order_relaxed);
+  }
   [[nodiscard]] bool finished() const override { return finished_.load(std::memory_order_acquire); }
   [[nodiscard]] std::string where() const override { return "stdin"; }
 
@@ -33,6 +37,7 @@ class StdinInput final : public ServiceInput {
   void read_all();
 
   std::atomic<bool> stop_{false};
+  std::atomic<bool> cut_{false};       // reads no more, whatever is ready
   std::atomic<bool> finished_{false};  // release: after its last push
   std::thread reader_;
 };

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "client_stream.hpp"
@@ -87,7 +89,13 @@ class TcpConnection final : public StreamConnection,
       }
     }
     if (error && !ending_) {
-      decoder_.finish(builder_);
+      // The client closed the stream: an unterminated last line is a message. Cut off (the idle
+      // timeout, the drain's deadline, a reset), it is dead-lettered as truncated instead.
+      if (error == asio::error::eof || error == asio::ssl::error::stream_truncated) {
+        decoder_.finish(builder_);
+      } else {
+        decoder_.cut(builder_);
+      }
       ending_ = true;
     }
     builder_.seal();

@@ -163,6 +163,19 @@ std::string_view FrameDecoder::read_line(std::string_view bytes, FrameSink& sink
   return bytes.substr(length + 1);
 }
 
+void FrameDecoder::cut(FrameSink& sink) {
+  std::string_view line = view(buffer_);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (state_ != State::line || line.empty()) {
+    finish(sink);
+    return;
+  }
+  sink.rejected(FrameRejection::truncated, line.substr(0, limits_.dead_letter_head), line.size());
+  buffer_.clear();
+  head_.clear();
+  state_ = State::frame_start;
+}
+
 std::string_view FrameDecoder::skip(std::string_view bytes, FrameSink& sink) {
   std::size_t take = 0;
   bool ended = false;

@@ -2,7 +2,8 @@
 // limits and how the rest is cut into pieces; the rest is the stream. Fed whole and fed in
 // pieces, the decoder must deliver the same frames and rejections, and break (or not) the same
 // way, plain lines never; no delivered message may exceed the frame limit, and the bytes it holds
-// never exceed its bound.
+// never exceed its bound. A stream cut off ends as a finished one does, except that a final
+// message without its end is rejected as truncated.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -42,7 +43,7 @@ struct Outcome {
 };
 
 Outcome decode(std::string_view stream, const FrameLimits& limits, Framing framing,
-               std::uint8_t cut) {
+               std::uint8_t cut, bool cut_off = false) {
   FrameDecoder decoder(limits, framing);
   Recorder sink(limits.max_frame_bytes);
   std::uint32_t state = cut;
@@ -58,7 +59,11 @@ Outcome decode(std::string_view stream, const FrameLimits& limits, Framing frami
           "the decoder holds more than its bound");
     at += size;
   }
-  decoder.finish(sink);
+  if (cut_off) {
+    decoder.cut(sink);
+  } else {
+    decoder.finish(sink);
+  }
   return {std::move(sink.events), decoder.broken(), decoder.error()};
 }
 
@@ -77,6 +82,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check(whole.broken == pieces.broken && whole.error == pieces.error,
           "pieces break differently from the whole");
     check(framing == Framing::rfc6587 || !whole.broken, "plain lines broke the stream");
+    const Outcome cut_off = decode(stream, limits, framing, 0, true);
+    check(cut_off.events.size() == whole.events.size(), "a cut stream ends with other events");
+    for (std::size_t i = 0; i < whole.events.size(); ++i) {
+      const bool same = cut_off.events[i] == whole.events[i];
+      const bool last_message_cut =
+          i + 1 == whole.events.size() && whole.events[i][0] == 'F' && cut_off.events[i][0] == 'T';
+      check(same || last_message_cut, "a cut stream differs before its last event");
+    }
   }
   return 0;
 }

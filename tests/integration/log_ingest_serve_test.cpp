@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -137,9 +139,10 @@ TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
     EXPECT_TRUE(client.closed_within(5s));
   }
   {
-    // Slowloris: a few bytes, then nothing.
+    // Slowloris: a message without its end, then nothing. Cut off, it is dead-lettered, not
+    // written as if it were whole (it parses).
     Client client(port);
-    ASSERT_TRUE(client.send("<34>1 2024-10-11"));
+    ASSERT_TRUE(client.send(syslog_message("cut-he")));
     EXPECT_TRUE(client.closed_within(10s)) << "an idle client was not disconnected";
   }
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
@@ -153,8 +156,11 @@ TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
     messages.insert(message_of(line));
   EXPECT_EQ(messages.count("after-lf"), 1U);
   EXPECT_EQ(messages.count("after-counted"), 1U);
+  EXPECT_EQ(messages.count("cut-he"), 0U);
   const std::string dead = read_file(service.dead_letters());
   EXPECT_NE(dead.find("too long"), std::string::npos) << dead;
+  EXPECT_NE(dead.find("interrupted before the end of the line"), std::string::npos) << dead;
+  EXPECT_NE(dead.find("cut-he"), std::string::npos) << dead;
 }
 
 // UDP: one message per datagram; everything sent is received, written or counted as dropped.
@@ -399,6 +405,45 @@ TEST(LogIngestServe, QuietStdinDrainsOnSigterm) {
   const auto counts = accounting(service.log(), "drained");
   EXPECT_EQ(counts.at("received"), 100U) << service.log();
   EXPECT_EQ(counts.at("written"), 100U);
+}
+
+// A stdin that is never quiet, here a file that is always ready to read, does not hold up a
+// drain past drain_timeout: the reader is cut off there, what it read is accounted for, and the
+// service exits 0 without reading the rest. (It read to the file's end, whatever the timeout.)
+TEST(LogIngestServe, BusyStdinIsCutOffAtTheDrainTimeout) {
+  conveyor::testing::Watchdog watchdog(120s);
+  constexpr int lines = 1'000'000;  // about 90 MB: far more than the service parses in 100 ms
+  Service service("stdin-busy", ServiceSetup{.service_yaml = "  drain_timeout: 100ms\n",
+                                             .inputs_yaml = "  - {type: stdin, format: syslog}\n",
+                                             .stdin_file = "stdin.log",
+                                             .prepare = [](const fs::path& dir) {
+                                               std::ofstream out(dir / "stdin.log",
+                                                                 std::ios::binary);
+                                               std::string block;
+                                               for (int i = 0; i < lines; ++i) {
+                                                 block += syslog_message(name("b", i));
+                                                 block += '\n';
+                                                 if (block.size() > (1U << 20U)) {
+                                                   out << block;
+                                                   block.clear();
+                                                 }
+                                               }
+                                               out << block;
+                                             }});
+  ASSERT_TRUE(Service::eventually([&] {
+    std::error_code error;
+    return fs::file_size(service.records(), error) > 0 && !error;
+  })) << service.log();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_GT(counts.at("received"), 0U) << service.log();
+  EXPECT_LT(counts.at("received"), static_cast<std::uint64_t>(lines)) << "it read to the end";
+  EXPECT_EQ(counts.at("received"), counts.at("written") + counts.at("rejected") +
+                                       counts.at("filtered") + counts.at("dropped"))
+      << service.log();
+  std::ifstream records(service.records(), std::ios::binary);
+  const auto written = std::count(std::istreambuf_iterator<char>(records), {}, '\n');
+  EXPECT_EQ(static_cast<std::uint64_t>(written), counts.at("written"));
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ struct ServiceSetup {
   std::string inputs_yaml = default_inputs;      // the list under `inputs:`
   std::string outputs_yaml{};                    // lines under `outputs:`, after the two files
   std::string pipeline_yaml = "  workers: 2\n";  // lines under `pipeline:`
-  bool pipe_stdin = false;  // the service's stdin is a pipe (ChildProcess::write_stdin)
+  bool pipe_stdin = false;   // the service's stdin is a pipe (ChildProcess::write_stdin)
+  std::string stdin_file{};  // or this file in the service's directory (`prepare` makes it)
   std::function<void(const fs::path& dir)> prepare{};  // runs before the service starts
 };
 
@@ -205,7 +206,8 @@ class Service {
     child_ = std::make_unique<conveyor::testing::ChildProcess>(
         std::vector<std::string>{CONVEYOR_LOG_INGEST, "serve", "--config",
                                  (dir_ / "serve.yaml").string()},
-        (dir_ / "stderr.txt").string(), setup.pipe_stdin);
+        (dir_ / "stderr.txt").string(), setup.pipe_stdin,
+        setup.stdin_file.empty() ? std::string() : (dir_ / setup.stdin_file).string());
     for (int i = 0; i < 1000 && log().find("serving;") == std::string::npos; ++i) {
       if (!child_->running()) break;
       std::this_thread::sleep_for(10ms);

@@ -33,10 +33,11 @@ class Recorder final : public FrameSink {
   std::vector<std::string> events;
 };
 
-// Feeds `stream` in pieces of the given sizes (the last piece takes the rest), then finishes.
-// Checks the memory bound after every piece.
+// Feeds `stream` in pieces of the given sizes (the last piece takes the rest), then finishes (or
+// cuts, with `cut_off`). Checks the memory bound after every piece.
 std::vector<std::string> decode(std::string_view stream, const std::vector<std::size_t>& pieces,
-                                FrameLimits limits = {}, Framing framing = Framing::rfc6587) {
+                                FrameLimits limits = {}, Framing framing = Framing::rfc6587,
+                                bool cut_off = false) {
   FrameDecoder decoder(limits, framing);
   Recorder sink;
   std::size_t at = 0;
@@ -46,7 +47,11 @@ std::vector<std::string> decode(std::string_view stream, const std::vector<std::
     at += std::min(size, stream.size() - at);
     EXPECT_LE(decoder.held(), limits.max_frame_bytes + limits.dead_letter_head);
   }
-  decoder.finish(sink);
+  if (cut_off) {
+    decoder.cut(sink);
+  } else {
+    decoder.finish(sink);
+  }
   return sink.events;
 }
 
@@ -181,6 +186,21 @@ TEST(FrameDecoder, TheEndOfTheStream) {
   const FrameLimits limits{.max_frame_bytes = 4, .dead_letter_head = 2};
   EXPECT_EQ(decode_bytewise("30 abcdefgh", limits), std::vector<std::string>{"!truncated 30 ab"});
   EXPECT_EQ(decode_bytewise("abcdefgh", limits), std::vector<std::string>{"!oversized 8 ab"});
+}
+
+// A stream cut off (an idle client, the drain's deadline, a reset): a last line without its end
+// is rejected as truncated, since it may not be whole; the rest ends as at a clean close.
+TEST(FrameDecoder, AStreamCutOffRejectsItsUnfinishedLine) {
+  const auto cut = [](std::string_view stream, Framing framing = Framing::rfc6587) {
+    return decode(stream, std::vector<std::size_t>(stream.size(), 1), {}, framing, true);
+  };
+  EXPECT_EQ(cut("<1>last words"), std::vector<std::string>{"!truncated 13 <1>last words"});
+  EXPECT_EQ(cut("<1>whole\n<1>half\r"),
+            (std::vector<std::string>{"<1>whole", "!truncated 7 <1>half"}));
+  EXPECT_EQ(cut("<1>whole\n"), std::vector<std::string>{"<1>whole"});
+  EXPECT_EQ(cut("<1>whole\n\r"), std::vector<std::string>{"<1>whole"});
+  EXPECT_EQ(cut("10 <1>ab"), std::vector<std::string>{"!truncated 10 <1>ab"});
+  EXPECT_EQ(cut("12 a", Framing::lines), std::vector<std::string>{"!truncated 4 12 a"});
 }
 
 // A client that streams a huge frame of either kind costs the decoder no more than its limits.

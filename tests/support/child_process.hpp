@@ -27,9 +27,10 @@ namespace conveyor::testing {
 class ChildProcess {
  public:
   // Runs argv[0] (a path) with `argv`; its stderr goes to `stderr_path` when one is given, and
-  // its stdin is a pipe that write_stdin() fills when `pipe_stdin` is set.
+  // its stdin is a pipe that write_stdin() fills when `pipe_stdin` is set, or the file
+  // `stdin_path` when one is given.
   explicit ChildProcess(const std::vector<std::string>& argv, const std::string& stderr_path = {},
-                        bool pipe_stdin = false) {
+                        bool pipe_stdin = false, const std::string& stdin_path = {}) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     int in[2] = {-1, -1};
@@ -38,6 +39,9 @@ class ChildProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
     if (pipe_stdin) posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    if (!stdin_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, stdin_path.c_str(), O_RDONLY, 0);
+    }
     if (!stderr_path.empty()) {
       posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path.c_str(),
                                        O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -21,7 +21,8 @@
 //   the stream: framing is lost, so `feed` returns false, `error()` says why, and every later call
 //   does nothing. The caller closes the connection.
 // - `finish` ends the stream: an unterminated final line is a message; a frame cut short by the
-//   end is rejected as truncated.
+//   end is rejected as truncated. `cut` ends a stream that was cut off (an idle or drain timeout,
+//   a reset): an unterminated final line is rejected as truncated too, since its end is unknown.
 // - Memory: at most `max_frame_bytes` plus `dead_letter_head` bytes are held between calls,
 //   whatever the stream holds (`held()`). Frames that lie whole in one fed buffer are not copied.
 // - One decoder per connection, used by one thread at a time.
@@ -67,6 +68,7 @@ class FrameDecoder {
   // False once the stream is broken (see error()).
   bool feed(std::string_view bytes, FrameSink& sink);
   void finish(FrameSink& sink);
+  void cut(FrameSink& sink);
 
   [[nodiscard]] bool broken() const noexcept { return state_ == State::broken; }
   // Why the stream broke, with the offending byte's offset in the stream; empty if it did not.
