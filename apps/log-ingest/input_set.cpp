@@ -2,6 +2,8 @@
 #include "input_set.hpp"
 
 #include <algorithm>
+#include <exception>
+#include <optional>
 
 #include "file_input.hpp"
 #include "http_input.hpp"
@@ -45,9 +47,8 @@ std::unique_ptr<ServiceInput> InputSet::make(const InputConfig& config,
 }
 
 void InputSet::open(const std::vector<InputConfig>& inputs, const LimitsConfig& limits) {
-  limits_ = limits;
   for (const InputConfig& config : inputs)
-    running_.push_back({config, make(config, limits)});
+    running_.push_back({config, limits, make(config, limits)});
   for (Running& running : running_)
     running.input->start();
 }
@@ -67,12 +68,17 @@ std::string InputSet::reload(const std::vector<InputConfig>& inputs, const Limit
   std::size_t reopened = 0;
   std::size_t removed = 0;
   std::vector<Running> next;
-  std::vector<InputConfig> to_open;
+  // What to open, and for a changed input, what to open again if its new settings fail.
+  struct Opening {
+    InputConfig config;
+    std::optional<Running> previous;  // its settings; no input
+  };
+  std::vector<Opening> to_open;
   for (Running& running : running_) {
     const auto wanted = find(running.config.name);
     const bool stdin_input = running.config.type == InputType::stdin_lines;
     const bool same = wanted != inputs.end() && *wanted == running.config &&
-                      (!listens(running.config.type) || limits == limits_);
+                      (!listens(running.config.type) || limits == running.limits);
     if (same || stdin_input) {
       ++kept;
       next.push_back(std::move(running));
@@ -89,7 +95,7 @@ std::string InputSet::reload(const std::vector<InputConfig>& inputs, const Limit
     }
     if (wanted != inputs.end()) {
       ++reopened;
-      to_open.push_back(*wanted);
+      to_open.push_back({*wanted, Running{running.config, running.limits, nullptr}});
     } else {
       ++removed;
     }
@@ -99,19 +105,43 @@ std::string InputSet::reload(const std::vector<InputConfig>& inputs, const Limit
     const bool known = std::find(before.begin(), before.end(), config.name) != before.end();
     if (!known && config.type != InputType::stdin_lines) {
       ++added;
-      to_open.push_back(config);
+      to_open.push_back({config, std::nullopt});
     }
   }
   running_ = std::move(next);
-  limits_ = limits;
-  for (const InputConfig& config : to_open) {
-    running_.push_back({config, make(config, limits)});
+  std::string failures;
+  for (Opening& opening : to_open) {
+    const std::string& name = opening.config.name;
+    try {
+      running_.push_back({opening.config, limits, make(opening.config, limits)});
+    } catch (const std::exception& error) {
+      failures.append("; input '")
+          .append(name)
+          .append(opening.previous ? "' not reopened (" : "' not opened (");
+      failures.append(error.what()).append(")");
+      if (!opening.previous) {
+        --added;
+        continue;
+      }
+      --reopened;
+      // Its old listener has let go of the address by now.
+      try {
+        Running& previous = *opening.previous;
+        previous.input = make(previous.config, previous.limits);
+        running_.push_back(std::move(previous));
+        failures.append(": it goes on with its previous settings");
+      } catch (const std::exception& again) {
+        failures.append(", nor opened again with its previous settings (").append(again.what());
+        failures.append(")");
+        continue;
+      }
+    }
     running_.back().input->start();
   }
   std::string summary = "kept ";
   summary.append(std::to_string(kept)).append(", reopened ").append(std::to_string(reopened));
   summary.append(", removed ").append(std::to_string(removed)).append(", added ");
-  return summary.append(std::to_string(added));
+  return summary.append(std::to_string(added)).append(failures);
 }
 
 void InputSet::stop_accepting() {

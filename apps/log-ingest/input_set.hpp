@@ -9,10 +9,13 @@
 // are read until they close, or cut off after `drain`; a changed one is then opened anew with its
 // new settings. stdin cannot be opened twice, so a stdin input is kept as it is.
 //
+// A changed input that cannot be opened with its new settings (a port in use, a TLS file that
+// does not load) is opened again with its previous ones, and the others are reloaded all the same.
+//
 // Contract: every member but `counters` runs on the service's I/O thread. An input's counters
 // live as long as the set, under its name, so a reloaded input carries on its totals and metrics
-// never see a name twice. `open` and `reload` throw std::exception naming the input when one
-// cannot be made (a port in use, a TLS file); `reload` then has kept or retired the others.
+// never see a name twice. `open` throws std::exception naming the input when one cannot be made;
+// `reload` does not, and says in its summary which inputs it could not open.
 #pragma once
 
 #include <chrono>
@@ -38,7 +41,9 @@ class InputSet {
       : io_(io), ingress_(ingress), state_dir_(std::move(state_dir)) {}
 
   void open(const std::vector<InputConfig>& inputs, const LimitsConfig& limits);
-  // What changed, for the log ("kept 2, reopened 1, removed 0, added 1").
+  // What changed, for the log ("kept 2, reopened 1, removed 0, added 1"), then each input that
+  // could not be opened ("; input 'web' not reopened (...): it goes on with its previous
+  // settings").
   std::string reload(const std::vector<InputConfig>& inputs, const LimitsConfig& limits,
                      std::chrono::milliseconds drain);
 
@@ -66,6 +71,7 @@ class InputSet {
  private:
   struct Running {
     InputConfig config;
+    LimitsConfig limits;  // what it was made with
     std::unique_ptr<ServiceInput> input;
   };
   struct Retired {
@@ -78,7 +84,6 @@ class InputSet {
   boost::asio::io_context& io_;
   Ingress& ingress_;
   std::string state_dir_;
-  LimitsConfig limits_;
   // Before the inputs, so that they outlive them: an input's thread counts until it is destroyed.
   mutable std::mutex counters_mutex_;  // guards counters_' shape (the counts are atomics)
   std::map<std::string, std::unique_ptr<InputCounters>> counters_;

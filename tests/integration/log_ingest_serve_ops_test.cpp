@@ -765,6 +765,59 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
             (std::set<std::string>{"before", "after-reload", "after-invalid", "/reloaded"}));
 }
 
+// The last port the log names for input `name` (a reload names it again).
+std::uint16_t last_port(const std::string& log, const std::string& name, const std::string& type) {
+  const std::regex where("input '" + name + "' \\(" + type + "\\) on [a-z]+://[0-9.]+:([0-9]+)");
+  std::uint16_t port = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), where); it != std::sregex_iterator();
+       ++it)
+    port = static_cast<std::uint16_t>(std::stoi((*it)[1]));
+  return port;
+}
+
+// A SIGHUP that moves an input to an address it cannot bind leaves that input on its previous
+// settings (listening again) and still opens the other inputs of the new configuration.
+TEST(LogIngestServeOps, AnInputThatCannotReopenGoesOnWithItsPreviousSettings) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("reload-fails", "");
+  asio::io_context io;
+  asio::ip::tcp::acceptor taken(io, {asio::ip::address_v4::loopback(), 0});  // listens
+  const std::uint16_t taken_port = taken.local_endpoint().port();
+  const fs::path file = service.dir() / "serve.yaml";
+  std::string yaml = read_file(file);
+  const std::string tcp = "{name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:0\"}";
+  ASSERT_NE(yaml.find(tcp), std::string::npos);
+  yaml.replace(
+      yaml.find(tcp), tcp.size(),
+      "{name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:" + std::to_string(taken_port) +
+          "\"}\n  - {name: access, type: tcp, listen: " + "\"127.0.0.1:0\", format: combined}");
+  std::ofstream(file) << yaml;
+  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find(
+               "inputs: kept 1, reopened 0, removed 0, added 1; input 'syslog_tcp' "
+               "not reopened (") != std::string::npos &&
+           service.log().find("it goes on with its previous settings") != std::string::npos &&
+           service.log().find("input 'access' (tcp)") != std::string::npos;
+  })) << service.log();
+  const std::string log = service.log();
+  const std::uint16_t syslog_port = last_port(log, "syslog_tcp", "syslog_tcp");
+  ASSERT_NE(syslog_port, 0) << log;
+  ASSERT_NE(syslog_port, taken_port) << log;
+  Client syslog(syslog_port);
+  ASSERT_TRUE(syslog.send(syslog_message("after-failed-reload") + "\n"));
+  Client access(last_port(log, "access", "tcp"));
+  ASSERT_TRUE(access.send(
+      R"(10.0.0.1 - - [11/Oct/2024:22:14:15 +0000] "GET /added HTTP/1.1" 200 5 "-" "curl")"
+      "\n"));
+  syslog.close();
+  access.close();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 2U) << service.log();
+  EXPECT_EQ(counts.at("written"), 2U);
+}
+
 // A reload that replaces a TCP input (here, the limits changed) leaves the old listener's
 // clients connected until they close: `max_connections` and the `connections` gauge count them
 // with the new listener's, as one input.
