@@ -123,7 +123,8 @@ class Writer {
       std::vector<std::ofstream> out(static_cast<std::size_t>(files_));
       for (int f = 0; f < files_; ++f)
         out[static_cast<std::size_t>(f)].open(path(f), std::ios::app);
-      while (std::chrono::steady_clock::now() - start < duration) {
+      while (std::chrono::steady_clock::now() - start < duration &&
+             !stop_.load(std::memory_order_relaxed)) {
         for (int f = 0; f < files_; ++f) {
           std::string batch;
           for (int i = 0; i < rate_ / 100 / files_; ++i)
@@ -156,6 +157,13 @@ class Writer {
     });
   }
   void join() { thread_.join(); }
+  // A test that returns early (a failed ASSERT) stops the writer instead of leaving its thread.
+  ~Writer() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+  }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
   [[nodiscard]] std::uint64_t written(int file) const {
     return next_[static_cast<std::size_t>(file)];
   }
@@ -171,6 +179,7 @@ class Writer {
   int rate_;
   std::chrono::milliseconds rotate_every_;
   std::vector<std::uint64_t> next_;
+  std::atomic<bool> stop_{false};  // relaxed: a request to end early, nothing else rides on it
   std::thread thread_;
 };
 
