@@ -7,7 +7,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -18,38 +17,17 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "allocation_hooks.hpp"
 #include "conveyor/framework/async.hpp"
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/tee.hpp"
 #include "watchdog.hpp"
 
-// Replaced so that a test can make one allocation fail: this thread's allocations count
-// `fail_allocation_after` down, and the one that reaches 0 throws std::bad_alloc (-1: off). The
-// replacements pair malloc with free; GCC's inliner sees a delete of what new returned and warns
-// otherwise.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-thread_local int fail_allocation_after = -1;
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (fail_allocation_after > 0 && --fail_allocation_after == 0) throw std::bad_alloc();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-
 namespace {
 
 using conveyor::AckLedger;
 using conveyor::AckToken;
+using conveyor::testing::fail_allocation_after;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 

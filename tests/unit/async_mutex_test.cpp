@@ -7,8 +7,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -18,32 +16,14 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "allocation_hooks.hpp"
 #include "stress.hpp"
 #include "watchdog.hpp"
 
 namespace asio = boost::asio;
 using conveyor::sync::AsyncMutex;
 
-// Counts this process's allocations, for the no-allocation check. The replacements pair malloc
-// with free; GCC's inliner sees a delete of what new returned and warns otherwise.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-std::atomic<std::size_t> allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
+using conveyor::testing::allocations;  // the no-allocation check counts them (allocation_hooks.hpp)
 
 namespace {
 
