@@ -4,8 +4,9 @@
 //
 // Contract: ServiceInput's, except that `finished()` may be called from any thread. At the end of
 // stdin, once `stop_accepting` was called and nothing more is ready to read, or once `close_all`
-// was called (a writer that never pauses is cut off there), it hands over what it read (an
-// unterminated last line is a message) and finishes.
+// was called (a writer that never pauses is cut off there), it hands over what it read and
+// finishes. An unterminated last line is a message at the end of stdin, and is dead-lettered as
+// truncated when it was cut off.
 #pragma once
 
 #include <atomic>
