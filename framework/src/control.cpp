@@ -14,7 +14,10 @@ void Control::fail(const std::exception_ptr& error) {
       first = true;
     }
   }
-  if (first && on_failure_) {
+  // A later failure leaves the cancelling to the first, which does it once its handler returns:
+  // nothing is dropped before the handler has run.
+  if (!first) return;
+  if (on_failure_) {
     try {
       on_failure_(error);
     } catch (...) {  // NOLINT(bugprone-empty-catch): a handler cannot fail the pipeline twice

@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <exception>
 #include <latch>
 #include <limits>
 #include <string>
@@ -34,17 +35,26 @@ std::int64_t now_nanoseconds() noexcept {
 class Launcher {
  public:
   virtual ~Launcher() = default;
-  virtual void launch(std::vector<std::function<void()>> jobs) = 0;
-  // Returns once every job has returned.
+  // Starts the jobs in order, and returns how many it started: all of them, or those before the
+  // one it could not start (no thread, no memory), whose error goes to `error`.
+  virtual std::size_t launch(std::vector<std::function<void()>> jobs,
+                             std::exception_ptr& error) noexcept = 0;
+  // Returns once every job it started has returned.
   virtual void join() = 0;
 };
 
 class ThreadLauncher final : public Launcher {
  public:
-  void launch(std::vector<std::function<void()>> jobs) override {
-    threads_.reserve(jobs.size());
-    for (auto& job : jobs)
-      threads_.emplace_back(std::move(job));
+  std::size_t launch(std::vector<std::function<void()>> jobs,
+                     std::exception_ptr& error) noexcept override {
+    try {
+      threads_.reserve(jobs.size());
+      for (auto& job : jobs)
+        threads_.emplace_back(std::move(job));
+    } catch (...) {
+      error = std::current_exception();
+    }
+    return threads_.size();
   }
   void join() override {
     for (auto& thread : threads_) {
@@ -66,16 +76,30 @@ class ArenaLauncher final : public Launcher {
                      std::max<std::size_t>(1, threads) + 1),
         arena_(static_cast<int>(std::max<std::size_t>(1, threads)), 0) {}
 
-  void launch(std::vector<std::function<void()>> jobs) override {
-    done_ = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(jobs.size()));
-    for (auto& job : jobs) {
-      // Enqueued, so that the workers (not this thread) run them, as tasks that may suspend. The
-      // latch is shared with the tasks, so that it outlives the last one's count_down.
-      arena_.enqueue([job = std::move(job), done = done_] {
-        job();
-        done->count_down();
-      });
+  std::size_t launch(std::vector<std::function<void()>> jobs,
+                     std::exception_ptr& error) noexcept override {
+    std::size_t launched = 0;
+    try {
+      done_ = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(jobs.size()));
+    } catch (...) {
+      error = std::current_exception();
+      return 0;
     }
+    try {
+      for (auto& job : jobs) {
+        // Enqueued, so that the workers (not this thread) run them, as tasks that may suspend.
+        // The latch is shared with the tasks, so that it outlives the last one's count_down.
+        arena_.enqueue([job = std::move(job), done = done_] {
+          job();
+          done->count_down();
+        });
+        ++launched;
+      }
+    } catch (...) {
+      error = std::current_exception();
+      done_->count_down(static_cast<std::ptrdiff_t>(jobs.size() - launched));
+    }
+    return launched;
   }
   void join() override {
     if (done_) done_->wait();
@@ -663,7 +687,16 @@ void Pipeline::start() {
   started_ns_.store(detail::now_nanoseconds(), std::memory_order_relaxed);
   // Release: the runtime, for stats() on other threads, which load the state with acquire.
   state_.store(PipelineState::running, std::memory_order_release);
-  runtime_->launcher->launch(std::move(jobs));
+  const std::size_t jobs_count = jobs.size();
+  std::exception_ptr launch_error;
+  const std::size_t launched = runtime_->launcher->launch(std::move(jobs), launch_error);
+  if (launched < jobs_count) {
+    // The pipeline fails as if a stage had thrown: the workers that run are cancelled, and wait()
+    // rethrows the error once they have returned. Those that never started are finished.
+    control_.fail(launch_error);
+    for (std::size_t i = launched; i < jobs_count; ++i)
+      control_.worker_finished();
+  }
   for (const auto& observer : observers_) {
     try {
       observer->on_start(*this);

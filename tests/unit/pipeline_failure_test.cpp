@@ -1,16 +1,19 @@
 // Failure and shutdown: a throw from any position cancels the pipeline and is rethrown, every
 // blocked worker wakes (whatever it waits for), nothing leaks, request_stop() drains and abort()
 // drops, also when asked from a signal handler.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -22,6 +25,27 @@
 #include "task_suspension.hpp"
 #include "tracked.hpp"
 #include "watchdog.hpp"
+
+namespace {
+// Threads that may still be created before one cannot be (EAGAIN, as when the process has none
+// left); -1: no limit.
+std::atomic<int> threads_before_failure{-1};
+}  // namespace
+
+// Every thread the test binary creates comes through here (std::thread included).
+extern "C" int pthread_create(pthread_t* thread, const pthread_attr_t* attributes,
+                              void* (*start)(void*), void* argument) noexcept {
+  using Create = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static const auto real = reinterpret_cast<Create>(::dlsym(RTLD_NEXT, "pthread_create"));
+  int left = threads_before_failure.load(std::memory_order_relaxed);
+  while (left >= 0) {
+    if (left == 0) return EAGAIN;
+    if (threads_before_failure.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+      break;
+    }
+  }
+  return real(thread, attributes, start, argument);
+}
 
 namespace {
 
@@ -383,6 +407,68 @@ TEST_F(ShutdownTest, AbortBeforeTheFirstItemStillEnds) {
   p.abort();
   p.start();
   p.wait();
+}
+
+// A worker that cannot be started (no thread left) fails the pipeline as a throw would: the
+// workers that did start are cancelled, and wait() rethrows the error instead of waiting for
+// workers that never ran. Four workers (source, two of the stage, sink), none to all but one.
+TEST_F(ShutdownTest, AWorkerThatCannotStartFailsThePipeline) {
+  Watchdog watchdog;
+  for (int started = 0; started < 4; ++started) {
+    std::atomic<std::int64_t> emitted{0};
+    bool handled = false;
+    Pipeline p({.on_failure = [&](const std::exception_ptr&) { handled = true; }});
+    p.source(endless(emitted)) |
+        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
+        sink([](Tracked) {});
+    threads_before_failure.store(started, std::memory_order_relaxed);
+    p.start();
+    threads_before_failure.store(-1, std::memory_order_relaxed);
+    EXPECT_THROW(p.wait(), std::system_error) << started << " started";
+    EXPECT_EQ(p.state(), PipelineState::failed);
+    EXPECT_TRUE(handled);
+  }
+}
+
+// Two failures at once: the second does not cancel while the first's handler runs, so that
+// nothing is dropped before the handler has run (the stage's two workers throw together).
+TEST(PipelineFailure, ASecondFailureDoesNotCancelBeforeTheFirstsHandlerRan) {
+  Watchdog watchdog;
+  for (int round = 0; round < 10; ++round) {
+    Probe::Shared shared;
+    std::atomic<int> handlers{0};
+    Pipeline p({.on_failure = [&](const std::exception_ptr&) {
+      handlers.fetch_add(1);
+      std::this_thread::sleep_for(20ms);  // the other failure comes meanwhile
+      shared.handled.store(true);
+    }});
+    std::int64_t next = 0;
+    std::atomic<int> throwing{0};
+    p.source([&]() -> std::optional<Probe> {
+      if (next == 10'000) return std::nullopt;
+      return Probe(next++, &shared);
+    }) |
+        stage(
+            [&](Probe item) {
+              if (item.value >= 500) {
+                // The first worker here waits for the other, which throws second.
+                const int arrival = throwing.fetch_add(1);
+                const auto deadline = std::chrono::steady_clock::now() + 2s;
+                while (throwing.load() < 2 && std::chrono::steady_clock::now() < deadline)
+                  std::this_thread::yield();
+                if (arrival == 1) std::this_thread::sleep_for(2ms);
+                throw std::runtime_error("stage failed");
+              }
+              return item;
+            },
+            {.mode = Mode::parallel, .workers = 2, .channel = Channel::queue(8)}) |
+        sink([](Probe item) { item.taken = true; },
+             {.mode = Mode::serial_in_order, .channel = Channel::queue(8)});
+    EXPECT_THROW(p.run(), std::runtime_error);
+    EXPECT_EQ(throwing.load(), 2);
+    EXPECT_EQ(handlers.load(), 1);
+    EXPECT_EQ(shared.dropped_early.load(), 0) << "round " << round;
+  }
 }
 
 }  // namespace

@@ -15,7 +15,9 @@
 //   returned, and rethrows the first exception a stage threw (the others are counted in the
 //   stages' errors). Options that do not fit (a by_key function for another type, broadcast of
 //   non-copyable items, serial_in_order after a broadcast to several workers) make `start()` throw
-//   std::invalid_argument before any worker runs.
+//   std::invalid_argument before any worker runs. A worker that cannot be started (no thread
+//   left) fails the pipeline as a throw would: those that run are cancelled, and `wait()`
+//   rethrows the std::system_error.
 // - `request_stop()` ends the source's stream early: what is in flight is processed, flush hooks
 //   run, and `wait()` returns normally. `abort()` drops what is in flight: every worker returns as
 //   soon as it looks, and `wait()` returns (rethrowing nothing, unless a stage threw). Both may be

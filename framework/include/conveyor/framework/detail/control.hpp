@@ -11,7 +11,8 @@
 //   The first call runs the cancel handlers first, on its thread, before any worker can see the
 //   cancellation (a later one may run them again while the first is still at it).
 // - `fail()` keeps the first exception, and calls the failure handler with it on the failing
-//   thread before it cancels; later ones are counted by their stages but dropped.
+//   thread before it cancels; later ones are counted by their stages but dropped, and leave the
+//   cancelling to the first (a second failure while the handler runs cancels nothing).
 //
 // Memory ordering:
 // - `cancelled_` is stored seq_cst before the doorbells are rung (`ring_any` runs a full fence
