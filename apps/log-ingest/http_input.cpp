@@ -43,7 +43,9 @@ class HttpConnection final : public StreamConnection,
     arm_idle();
     stream_.handshake([self = shared_from_this()](const error_code& error) {
       if (error) {
-        InputCounters::add(self->owner_.counters_.tls_failures, 1);
+        // Closed by the service meanwhile (the idle timeout, which counts itself, or the
+        // drain): not the client's failure.
+        if (!self->closing_) InputCounters::add(self->owner_.counters_.tls_failures, 1);
         self->end();
         return;
       }
@@ -64,7 +66,10 @@ class HttpConnection final : public StreamConnection,
     }
   }
 
-  void close() override { stream_.close(); }
+  void close() override {
+    closing_ = true;
+    stream_.close();
+  }
 
  private:
   // Closes the connection if it waits idle_timeout for a request, or for the client to take a
@@ -221,6 +226,7 @@ class HttpConnection final : public StreamConnection,
   bool writing_ = false;          // a response, with the idle clock running
   bool draining_ = false;         // the service drains: no keep-alive
   bool ended_ = false;
+  bool closing_ = false;  // closed by the service: the idle timeout, the drain's deadline
 };
 
 std::shared_ptr<StreamConnection> HttpInput::connect(tcp::socket socket) {

@@ -41,7 +41,9 @@ class TcpConnection final : public StreamConnection,
         self->read();
         return;
       }
-      InputCounters::add(self->owner_.counters_.tls_failures, 1);
+      // Closed by the service meanwhile (the idle timeout, which counts itself, or the drain):
+      // not the client's failure.
+      if (!self->closing_) InputCounters::add(self->owner_.counters_.tls_failures, 1);
       self->close();
       self->owner_.closed(self.get());
     });
@@ -49,7 +51,10 @@ class TcpConnection final : public StreamConnection,
 
   // Ends the connection: the read in progress completes with an error, and what was read is
   // still delivered.
-  void close() override { stream_.close(); }
+  void close() override {
+    closing_ = true;
+    stream_.close();
+  }
 
  private:
   // Closes the connection if it stays silent for idle_timeout while it waits to read. A wait that
@@ -133,6 +138,7 @@ class TcpConnection final : public StreamConnection,
   std::uint64_t idle_armed_ = 0;  // the idle clock's waits armed so far
   bool reading_ = false;
   bool ending_ = false;
+  bool closing_ = false;  // closed by the service: the idle timeout, the drain's deadline
   std::array<char, 64U << 10U> buffer_{};
 };
 

@@ -218,7 +218,8 @@ class TlsClient {
 
 // TLS with client certificates required: a client with a certificate the CA signed has every
 // message written; one without a certificate, one with a certificate the CA did not sign, and
-// one that does not speak TLS are refused and counted, and none of their messages is written.
+// one that does not speak TLS are refused and counted, and none of their messages is written. One
+// silent in the handshake is disconnected when idle, and not counted as a failed handshake.
 TEST(LogIngestServeOps, TlsWithClientCertificates) {
   conveyor::testing::Watchdog watchdog(120s);
   fs::path dir;
@@ -234,7 +235,8 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
   std::string with_paths = inputs;
   for (std::size_t at = 0; (at = with_paths.find("CERTS", at)) != std::string::npos;)
     with_paths.replace(at, 5, certs.string());
-  Service service("tls", ServiceSetup{.inputs_yaml = with_paths});
+  Service service("tls", ServiceSetup{.service_yaml = "  limits: {idle_timeout: 2s}\n",
+                                      .inputs_yaml = with_paths});
   const std::uint16_t port = service.port("syslog_tls");
   EXPECT_NE(service.log().find("on tls://127.0.0.1:"), std::string::npos) << service.log();
 
@@ -254,7 +256,15 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
     (void)plain.send(syslog_message("plain-text") + "\n");
     EXPECT_TRUE(plain.closed_within(10s));
   }
+  {
+    // Silent in the handshake: closed by the idle timeout, and counted as that alone.
+    Client silent(port);
+    EXPECT_TRUE(silent.closed_within(20s));
+  }
 #ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_idle_disconnects_total{input=\"syslog_tls\"}") == 1.0;
+  }));
   EXPECT_TRUE(Service::eventually([&] {
     return service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}") == 3.0;
   })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"syslog_tls\"}")
@@ -274,7 +284,8 @@ TEST(LogIngestServeOps, TlsWithClientCertificates) {
 }
 
 // HTTPS: POST /ingest over TLS (no client certificate asked for) is answered and its lines are
-// written; a client that speaks plain HTTP to the TLS port is refused and counted.
+// written; a client that speaks plain HTTP to the TLS port is refused and counted, and one silent
+// in the handshake is disconnected when idle, and not counted as a failed handshake.
 TEST(LogIngestServeOps, HttpsIngest) {
   conveyor::testing::Watchdog watchdog(120s);
   const fs::path certs =
@@ -282,7 +293,8 @@ TEST(LogIngestServeOps, HttpsIngest) {
   fs::create_directories(certs);
   make_certificates(certs);
   Service service(
-      "https", ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: 127.0.0.1:0, "
+      "https", ServiceSetup{.service_yaml = "  limits: {idle_timeout: 2s}\n",
+                            .inputs_yaml = "  - {name: web, type: http, listen: 127.0.0.1:0, "
                                            "tls: {cert: " +
                                            (certs / "server.pem").string() +
                                            ", key: " + (certs / "server.key").string() + "}}\n"});
@@ -309,10 +321,17 @@ TEST(LogIngestServeOps, HttpsIngest) {
     http::read(socket, buffer, response, error);
     EXPECT_TRUE(error) << "plain HTTP was answered " << response.result_int();
   }
+  {
+    // Silent in the handshake: closed by the idle timeout, and counted as that alone.
+    Client silent(port);
+    EXPECT_TRUE(silent.closed_within(20s));
+  }
 #ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually(
+      [&] { return service.metric("log_ingest_idle_disconnects_total{input=\"web\"}") == 1.0; }));
   EXPECT_TRUE(Service::eventually([&] {
     return service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}") == 1.0;
-  }));
+  })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}").value_or(-1);
 #endif
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
   EXPECT_EQ(accounting(service.log(), "drained").at("written"), 100U);
