@@ -498,18 +498,26 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
   };
 
-  file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     // The file keeps the fingerprint of its own first line, by which its copies and compressed
     // form are known: the entry's may cover less (a first line that was partial when it was
     // saved) or more (a compressed file's, for a file gunzipped while the service was down).
     const CheckpointEntry& e = restored_[*entry];
     file.start = e.offset;
-    // Truncated while the service was down (a gzip file's offset counts inflated bytes).
+    // Shorter than the offset (a gzip file's counts inflated bytes): truncated while the service
+    // was down, and read from its start. Another inode, taken by its first line, may be a copy
+    // that cp or logrotate is still writing: it is looked at again until rotate_wait has passed
+    // since it was found, rather than read again from its start at once.
     if (size < file.start && !compressed) {
+      if ((e.device != file.device || e.inode != file.inode) &&
+          now - file.found < options_.rotate_wait) {
+        file.start = 0;
+        return false;
+      }
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
+    file.ledger = std::make_shared<AckLedger>();
     // Its source still there too (the service stopped between gzip and the deletion): that one
     // resumes from its own entry, and this one goes on after it.
     if (compressed && compressed_source(source, resume) == Source::found) {
@@ -519,6 +527,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     adopt(file);
     return true;
   }
+  file.ledger = std::make_shared<AckLedger>();
   if (compressed) {
     switch (compressed_source(source, resume)) {
       case Source::wait:

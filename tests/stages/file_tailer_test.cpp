@@ -617,6 +617,34 @@ TEST_F(FileTailerTest, ACopyShorterThanWhatItsFileHadReadIsNotReadAgain) {
   EXPECT_EQ(after.lines.size(), 0U) << "read again after a clean stop";
 }
 
+// copytruncate while the service was down, and the restart's first look finds the copy still
+// being written: shorter than the offset its file had reached, it is not taken for a file
+// truncated meanwhile (and read again from its start), but looked at again until it is whole.
+TEST_F(FileTailerTest, ACopyStillBeingWrittenAtARestartIsNotReadAgain) {
+  append_lines("app.log", "old-", 0, 100);
+  const TailOptions tail = options({path("app.log*")});
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(tail, first);
+  ASSERT_TRUE(first.each_once("old-", 0, 100));
+  std::string copied;
+  {
+    std::ifstream in(path("app.log"), std::ios::binary);
+    copied.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::size_t half = copied.size() / 2;
+  append("app.log.1", copied.substr(0, half));
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 10);
+  FileTailer again(tail, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now(), 10ms, 3);
+  append("app.log.1", copied.substr(half));
+  now = settle(again, out, now);
+  (void)settle(again, out, now + 2s);
+  expect_each_once(out, {{"new-", 10}});
+  EXPECT_EQ(out.lines.size(), 10U) << "old lines read again";
+}
+
 // The same when the truncation is seen before the copy (the look that finds the copy comes
 // later): the copy, shorter than what was read, is known by what the truncated file began with,
 // and goes on from it.
