@@ -200,11 +200,19 @@ struct FileTailer::File {
     head.length = 0;
     keep_head(0, bytes);
   }
-  // The same for a file read from `from` on: what it holds before that.
+  // The same for a file read from `from` on: what it holds before that, unless it no longer
+  // begins with its first line (truncated and written again since it was identified: what it
+  // began with then is kept).
   void keep_head_before(std::uint64_t from) {
     if (gzip || fd < 0 || head.length >= std::min<std::uint64_t>(from, compare_bytes)) return;
-    keep_head_anew(
-        head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes))));
+    const std::string bytes =
+        head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes)));
+    const std::string_view view(bytes);
+    if (view.size() < fingerprint_length ||
+        hash_of(view.substr(0, fingerprint_length)) != fingerprint) {
+      return;
+    }
+    keep_head_anew(view);
   }
   enum class Match { same, differs, unknown };
   // Whether another file began as this one did, as far as what this one kept goes; unknown when
@@ -518,6 +526,12 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       file.start = 0;
     }
     file.ledger = std::make_shared<AckLedger>();
+    // What it begins with, as read here: copytruncate may empty it and write it again before
+    // adopt() reads more of it, and its copy must still be known by it.
+    if (!compressed) {
+      file.keep_head_anew(std::string_view(head).substr(
+          0, static_cast<std::size_t>(std::min<std::uint64_t>(head.size(), file.start))));
+    }
     // Its source still there too (the service stopped between gzip and the deletion): that one
     // resumes from its own entry, and this one goes on after it.
     if (compressed && compressed_source(source, resume) == Source::found) {
