@@ -21,9 +21,8 @@
 // - `request_stop()` ends the source's stream early: what is in flight is processed, flush hooks
 //   run, and `wait()` returns normally. `abort()` drops what is in flight: every worker returns as
 //   soon as it looks, and `wait()` returns (rethrowing nothing, unless a stage threw). Both may be
-//   called from any thread, any number of times, and from a signal handler (each sets a bit and
-//   wakes the thread in `wait()`; sources see a stop at once, an abort is carried out by that
-//   thread, so it takes effect once some thread is in `wait()`).
+//   called from any thread, any number of times, and from a signal handler; an abort takes effect
+//   once some thread is in `wait()` (docs/guide.md §7).
 // - `fail_on_cancel(ledger)`: when the pipeline is cancelled (an abort, a stage's failure, or
 //   destruction while it runs), the ledger's unsettled tokens fail before anything is dropped
 //   (AckLedger::fail_outstanding), so that a checkpoint never passes what was in flight.
