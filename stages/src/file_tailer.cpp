@@ -207,12 +207,12 @@ struct FileTailer::File {
     if (gzip || fd < 0 || head.length >= std::min<std::uint64_t>(from, compare_bytes)) return;
     const std::string bytes =
         head_of(fd, static_cast<std::size_t>(std::min<std::uint64_t>(from, compare_bytes)));
-    const std::string_view view(bytes);
-    if (view.size() < fingerprint_length ||
-        hash_of(view.substr(0, fingerprint_length)) != fingerprint) {
-      return;
-    }
-    keep_head_anew(view);
+    if (starts_with_first_line(bytes)) keep_head_anew(bytes);
+  }
+  // Whether `bytes`, a file's first ones, begin with the first line it is known by.
+  [[nodiscard]] bool starts_with_first_line(std::string_view bytes) const {
+    return bytes.size() >= fingerprint_length &&
+           hash_of(bytes.substr(0, fingerprint_length)) == fingerprint;
   }
   enum class Match { same, differs, unknown };
   // Whether another file began as this one did, as far as what this one kept goes; unknown when
@@ -234,10 +234,7 @@ struct FileTailer::File {
     const std::size_t length = known > fingerprint_length ? std::bit_floor(known) : 0;
     const std::string read = head_of(fd, std::max<std::size_t>(fingerprint_length, length));
     const std::string_view bytes(read);
-    if (bytes.size() < fingerprint_length ||
-        hash_of(bytes.substr(0, fingerprint_length)) != fingerprint) {
-      return false;
-    }
+    if (!starts_with_first_line(bytes)) return false;
     return length <= fingerprint_length ||
            (bytes.size() >= length &&
             hash_of(bytes.substr(0, length)) == head.steps[std::countr_zero(length)]);
@@ -506,6 +503,7 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     }
   };
 
+  file.ledger = std::make_shared<AckLedger>();
   if (entry) {
     // The file keeps the fingerprint of its own first line, by which its copies and compressed
     // form are known: the entry's may cover less (a first line that was partial when it was
@@ -525,7 +523,6 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       stats_.truncations.fetch_add(1, std::memory_order_relaxed);
       file.start = 0;
     }
-    file.ledger = std::make_shared<AckLedger>();
     // What it begins with, as read here: copytruncate may empty it and write it again before
     // adopt() reads more of it, and its copy must still be known by it.
     if (!compressed) {
@@ -541,7 +538,6 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
     adopt(file);
     return true;
   }
-  file.ledger = std::make_shared<AckLedger>();
   if (compressed) {
     switch (compressed_source(source, resume)) {
       case Source::wait:
