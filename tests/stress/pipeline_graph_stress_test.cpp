@@ -33,6 +33,8 @@ using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
 using conveyor::tee;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::ChannelKind;
 using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
@@ -99,8 +101,8 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
   // With three branches, the unordered one runs on the workers before the tee (fused).
   conveyor::StageOptions unordered_options = parallel;
   if (topology == Topology::three_with_gaps) unordered_options.fuse = conveyor::Fuse::always;
-  auto all_unordered = conveyor::chain<std::uint64_t>() |
-                       sink([&](std::uint64_t x) { unordered.add(x); }, unordered_options);
+  auto all_unordered =
+      conveyor::chain<std::uint64_t>() | sink(add_to(unordered), unordered_options);
   if (topology == Topology::three_with_gaps) {
     // The first branch drops the odd numbers (gaps in its order) before its in-order sink.
     auto only_evens =
@@ -240,7 +242,7 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
   std::vector<std::uint64_t> at_end;
   if (topology == Topology::after_source) {
     conveyor::merge(p.source(from(0, count / 2)), p.source(from(count / 2, count - count / 2))) |
-        sink([&](std::uint64_t x) { tally.add(x); }, parallel);
+        sink(add_to(tally), parallel);
   } else if (topology == Topology::after_parallel) {
     conveyor::merge(p.source(from(0, count / 2)) | stage(pass, parallel),
                     p.source(from(count / 2, count - count / 2))) |
@@ -250,7 +252,7 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
               return x;
             },
             in_order) |
-        stage(pass, parallel) | sink([&](std::uint64_t x) { at_end.push_back(x); }, in_order);
+        stage(pass, parallel) | sink(append_to(at_end), in_order);
   } else {
     // The third input drops its odd numbers.
     expected = Tally{};
@@ -266,7 +268,7 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
                                              return x;
                                            },
                                            parallel)) |
-        stage(pass, parallel) | sink([&](std::uint64_t x) { tally.add(x); }, parallel);
+        stage(pass, parallel) | sink(add_to(tally), parallel);
   }
   p.run();
 

@@ -29,14 +29,14 @@ using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
+using conveyor::testing::add_to;
+using conveyor::testing::channel_of;
+using conveyor::testing::ChannelKind;
 using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
 using conveyor::testing::Watchdog;
-
-using conveyor::testing::channel_of;
-using conveyor::testing::ChannelKind;
 
 // 108 shapes share the stress budget: a hundredth of it each (100,000 items in optimised builds).
 std::uint64_t items_per_shape() {
@@ -104,12 +104,12 @@ TEST_P(PipelineStress, ParallelSinkSeesEveryItemOnce) {
                          .batch = batch});
   }
   SharedTally tally;
-  flow | sink([&](std::uint64_t x) { tally.add(x); },
-              {.mode = Mode::parallel,
-               .workers = workers,
-               .channel = channel_of(channel),
-               .dispatch = Dispatch::by_key([](const std::uint64_t& x) { return x; }),
-               .batch = batch});
+  flow |
+      sink(add_to(tally), {.mode = Mode::parallel,
+                           .workers = workers,
+                           .channel = channel_of(channel),
+                           .dispatch = Dispatch::by_key([](const std::uint64_t& x) { return x; }),
+                           .batch = batch});
   p.run();
   EXPECT_EQ(tally.get(), expected_tally(count));
 }

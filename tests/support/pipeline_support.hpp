@@ -1,5 +1,5 @@
-// Helpers shared by the pipeline tests: counting sources and a tally that proves that every item
-// arrived exactly once.
+// Helpers shared by the pipeline tests: counting sources, sinks and stages of one type each for
+// the tests' common code, and a tally that proves that every item arrived exactly once.
 #pragma once
 
 #include <atomic>
@@ -14,6 +14,33 @@ inline auto count_to(std::uint64_t count) {
     if (next >= count) return std::nullopt;
     return next++;
   };
+}
+
+// A sink's and a stage's code for tests in which they only have to be there. Each is one type, so
+// that a test file compiles the pipeline's typed code for it once, not once per test's lambda.
+inline constexpr auto discard = [](std::uint64_t) {};
+inline constexpr auto unchanged = [](std::uint64_t x) { return x; };
+
+// A sink's code that adds each item to a tally (Tally, SharedTally below), or appends it to a
+// container; likewise one type per target type.
+template <class Target>
+struct AddTo {
+  Target* target;
+  void operator()(std::uint64_t x) const { target->add(x); }
+};
+template <class Target>
+AddTo<Target> add_to(Target& target) {
+  return {&target};
+}
+
+template <class Container>
+struct AppendTo {
+  Container* container;
+  void operator()(std::uint64_t x) const { container->push_back(x); }
+};
+template <class Container>
+AppendTo<Container> append_to(Container& container) {
+  return {&container};
 }
 
 // A hash that makes a sum of hashes an order-independent fingerprint of a multiset.

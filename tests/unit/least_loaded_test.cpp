@@ -26,6 +26,7 @@ using conveyor::sink;
 using conveyor::stage;
 using conveyor::detail::least_loaded_lane;
 using conveyor::sync::SpscRing;
+using conveyor::testing::add_to;
 using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
@@ -123,12 +124,11 @@ TEST_P(LeastLoadedPipelineTest, EveryItemOnceIntoAParallelSink) {
   constexpr std::uint64_t count = 20'000;
   Pipeline p;
   SharedTally tally;
-  p.source(count_to(count)) |
-      sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::parallel,
-                                                    .workers = 2,
-                                                    .channel = channel,
-                                                    .dispatch = Dispatch::least_loaded(),
-                                                    .batch = batch});
+  p.source(count_to(count)) | sink(add_to(tally), {.mode = Mode::parallel,
+                                                   .workers = 2,
+                                                   .channel = channel,
+                                                   .dispatch = Dispatch::least_loaded(),
+                                                   .batch = batch});
   p.run();
   EXPECT_EQ(tally.get(), expected_tally(count));
 }

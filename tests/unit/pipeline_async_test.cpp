@@ -32,7 +32,10 @@ using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
+using conveyor::testing::discard;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
@@ -81,7 +84,7 @@ TEST(PipelineAsyncTest, InOrderSinkSeesTheSourceOrderAfterRandomDelays) {
             co_return x * 3;
           },
           {.mode = Mode::parallel, .workers = 2, .in_flight = 16}) |
-      sink([&](std::uint64_t x) { seen.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(seen), {.mode = Mode::serial_in_order});
   p.run();
   ASSERT_EQ(seen.size(), count);
   for (std::uint64_t i = 0; i < count; ++i)
@@ -146,7 +149,7 @@ TEST(PipelineAsyncTest, FilteredItemsBecomeGapsAndTheOrderHolds) {
             co_return x;
           },
           {.mode = Mode::parallel, .workers = 2, .batch = 4, .in_flight = 8}) |
-      sink([&](std::uint64_t x) { seen.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(seen), {.mode = Mode::serial_in_order});
   p.run();
   std::vector<std::uint64_t> expected;
   for (std::uint64_t x = 0; x < 4'000; ++x) {
@@ -168,7 +171,7 @@ TEST(PipelineAsyncTest, InOrderAsyncStageEmitsInLaunchOrder) {
           },
           {.mode = Mode::serial_in_order, .in_flight = 20}) |
       // Not in order itself: it sees the order the asynchronous stage emits in.
-      sink([&](std::uint64_t x) { seen.push_back(x); });
+      sink(append_to(seen));
   p.run();
   ASSERT_EQ(seen.size(), 3'000U);
   for (std::uint64_t i = 0; i < 3'000; ++i)
@@ -198,8 +201,8 @@ TEST(PipelineAsyncTest, InOrderAsyncStageAtAMergeKeepsEachInputsOrder) {
             co_return x;
           },
           {.mode = Mode::serial_in_order, .in_flight = 20}) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
-      sink([&](std::uint64_t x) { seen.push_back(x); }, {.mode = Mode::serial_in_order});
+      stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+      sink(append_to(seen), {.mode = Mode::serial_in_order});
   p.run();
   ASSERT_EQ(seen.size(), 4'000U);
   std::uint64_t next_even = 0;
@@ -228,7 +231,7 @@ TEST(PipelineAsyncTest, AThrowMidFlightFailsTheRunAndLeavesNoFrame) {
             co_return x;
           },
           {.mode = Mode::parallel, .workers = 2, .in_flight = 64}) |
-      sink([](std::uint64_t) {});
+      sink(discard);
   const auto started = std::chrono::steady_clock::now();
   EXPECT_THROW(
       {
@@ -309,7 +312,7 @@ TEST(PipelineAsyncTest, RunsOnTheTbbExecutorToo) {
             co_return x;
           },
           {.mode = Mode::parallel, .workers = 3, .in_flight = 8}) |
-      sink([&](std::uint64_t x) { seen.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(seen), {.mode = Mode::serial_in_order});
   p.run();
   ASSERT_EQ(seen.size(), 2'000U);
   EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
@@ -372,8 +375,7 @@ TEST(PipelineAsyncTest, StageCodeMayKeepIoObjectsOfItsExecutor) {
 TEST(PipelineAsyncTest, InFlightIsCheckedWhenThePipelineStarts) {
   {
     Pipeline p;
-    p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }, {.in_flight = 4}) |
-        sink([](std::uint64_t) {});
+    p.source(count_to(10)) | stage(unchanged, {.in_flight = 4}) | sink(discard);
     EXPECT_THROW(p.run(), std::invalid_argument);
   }
   {

@@ -37,6 +37,7 @@ using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
 using conveyor::testing::Tracked;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 
 constexpr std::uint64_t items = 50'000;
@@ -150,7 +151,7 @@ TEST_P(BatchRunsTest, BroadcastRunsReachEveryWorker) {
   Pipeline p;
   std::mutex mutex;
   std::map<std::thread::id, Tally> per_worker;
-  p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, mapping(c, c.batch_in)) |
+  p.source(count_to(items)) | stage(unchanged, mapping(c, c.batch_in)) |
       sink(
           [&](std::uint64_t x) {
             const std::scoped_lock lock(mutex);
@@ -174,10 +175,10 @@ TEST_P(BatchRunsTest, ThePulledSourceWaitsForTheOrderingWindow) {
   Pipeline p;
   Consecutive check;
   p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel,
-                                                .workers = c.workers,
-                                                .channel = Channel::queue(1),
-                                                .batch = c.batch_in}) |
+      stage(unchanged, {.mode = Mode::parallel,
+                        .workers = c.workers,
+                        .channel = Channel::queue(1),
+                        .batch = c.batch_in}) |
       sink(
           [&](std::uint64_t x) {
             if (x % 5'000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -212,9 +213,7 @@ TEST(BatchRunsStop, RequestStopDeliversEverythingThePulledSourceReturned) {
     p.source([&returned, next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
       returned.fetch_add(1, std::memory_order_relaxed);
       return next++;
-    }) |
-        stage([](std::uint64_t x) { return x; },
-              {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
+    }) | stage(unchanged, {.mode = Mode::parallel, .workers = 2, .batch = batch}) |
         sink([&](std::uint64_t) { consumed.fetch_add(1, std::memory_order_relaxed); },
              {.mode = Mode::serial_in_order, .batch = batch});
     p.start();

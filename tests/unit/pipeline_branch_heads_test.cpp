@@ -27,10 +27,13 @@ using conveyor::sink;
 using conveyor::stage;
 using conveyor::tee;
 using conveyor::when;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 
 // Each item by its residue modulo `modulus`.
@@ -42,8 +45,7 @@ auto keyed_by_residue(std::uint64_t modulus) {
 conveyor::Flow<std::uint64_t> numbers_through_work(Pipeline& p, std::uint64_t n,
                                                    std::size_t batch) {
   return p.source(count_to(n)) |
-         stage([](std::uint64_t x) { return x; },
-               {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch});
+         stage(unchanged, {.name = "work", .mode = Mode::parallel, .workers = 2, .batch = batch});
 }
 
 // What each worker of a sink saw, gathered at its flush: a tally of its items and the keys it took.
@@ -119,13 +121,11 @@ TEST(PipelineTeeTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSays
                                                 .workers = 3,
                                                 .dispatch = conveyor::Dispatch::broadcast()}),
             conveyor::chain<std::uint64_t>() |
-                stage([](std::uint64_t x) { return x; },
-                      {.mode = Mode::parallel, .workers = 3, .batch = batch}, keyed_by_residue(5)) |
-                sink([&](std::uint64_t x) { after_keyed.push_back(x); },
-                     {.mode = Mode::serial_in_order}),
+                stage(unchanged, {.mode = Mode::parallel, .workers = 3, .batch = batch},
+                      keyed_by_residue(5)) |
+                sink(append_to(after_keyed), {.mode = Mode::serial_in_order}),
             conveyor::chain<std::uint64_t>() |
-                sink([&](std::uint64_t x) { ordered.push_back(x); },
-                     {.mode = Mode::serial_in_order, .batch = batch}));
+                sink(append_to(ordered), {.mode = Mode::serial_in_order, .batch = batch}));
     p.run();
     EXPECT_EQ(keyed.total(), expected_tally(n)) << "batch " << batch;
     for (std::uint64_t key = 0; key < 7; ++key)
@@ -162,10 +162,8 @@ TEST(PipelineTeeTest, AKeyedBranchHeadPlacesEachItemOfAStageThatEmitsSeveral) {
               sink(ShareSink{&keyed, 7}, {.mode = Mode::parallel, .workers = 3},
                    keyed_by_residue(7)),
           conveyor::chain<std::uint64_t>() |
-              stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2},
-                    keyed_by_residue(3)) |
-              sink([&](std::uint64_t x) { ordered.push_back(x); },
-                   {.mode = Mode::serial_in_order}));
+              stage(unchanged, {.mode = Mode::parallel, .workers = 2}, keyed_by_residue(3)) |
+              sink(append_to(ordered), {.mode = Mode::serial_in_order}));
   p.run();
   EXPECT_EQ(keyed.total(), expected_tally(2 * n));
   for (std::uint64_t key = 0; key < 7; ++key)
@@ -186,8 +184,7 @@ TEST(PipelineTeeTest, AKeyedBranchHeadBesideAFusedBranchGetsEachKeyInOneWorker) 
     SharedTally fused;
     numbers_through_work(p, n, batch) |
         tee(conveyor::chain<std::uint64_t>() |
-                sink([&](std::uint64_t x) { fused.add(x); },
-                     {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
+                sink(add_to(fused), {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
             conveyor::chain<std::uint64_t>() |
                 sink(ShareSink{&keyed, 11}, {.mode = Mode::parallel, .workers = 3, .batch = batch},
                      keyed_by_residue(11)));
@@ -238,11 +235,9 @@ TEST(PipelineRouteTest, AKeyedOrBroadcastBranchHeadPlacesTheItemsAsItsDispatchSa
                                         .workers = 2,
                                         .dispatch = conveyor::Dispatch::broadcast()})),
               otherwise(conveyor::chain<std::uint64_t>() |
-                        stage([](std::uint64_t x) { return x; },
-                              {.mode = Mode::parallel, .workers = 3, .batch = batch},
+                        stage(unchanged, {.mode = Mode::parallel, .workers = 3, .batch = batch},
                               keyed_by_residue(4)) |
-                        sink([&](std::uint64_t x) { rest.push_back(x); },
-                             {.mode = Mode::serial_in_order})));
+                        sink(append_to(rest), {.mode = Mode::serial_in_order})));
     p.run();
     EXPECT_EQ(keyed.total(), want_threes) << "batch " << batch;
     for (std::uint64_t key = 0; key < 5; ++key)

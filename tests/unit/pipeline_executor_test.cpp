@@ -22,6 +22,8 @@ using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
 using conveyor::StageOptions;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
 using conveyor::testing::Watchdog;
 
@@ -49,7 +51,7 @@ TEST(PipelineExecutorTest, TwelveStagesRunOnAnArenaOfTwo) {
   for (const auto& shape : shapes)
     flow = flow | stage([](std::uint64_t x) { return x + 1; }, shape);
   std::vector<std::uint64_t> out;
-  flow | sink([&](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+  flow | sink(append_to(out), {.mode = Mode::serial_in_order});
   p.run();
   ASSERT_EQ(out.size(), count);
   for (std::uint64_t i = 0; i < count; ++i)
@@ -64,7 +66,7 @@ TEST(PipelineExecutorTest, AnArenaOfOneThreadIsEnough) {
   p.source(count_to(20'000)) |
       stage([](std::uint64_t x) { return x; },
             {.mode = Mode::parallel, .workers = 4, .channel = Channel::mailbox()}) |
-      sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::serial_in_order});
+      sink(add_to(tally), {.mode = Mode::serial_in_order});
   p.run();
   EXPECT_EQ(tally, conveyor::testing::expected_tally(20'000));
 }

@@ -31,10 +31,14 @@ using conveyor::PipelineStats;
 using conveyor::sink;
 using conveyor::stage;
 using conveyor::StageStats;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
+using conveyor::testing::discard;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
@@ -51,11 +55,10 @@ PipelineStats run_two_parallel_stages(std::size_t first_workers, std::size_t sec
   Pipeline p;
   SharedTally tally;
   p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return x; },
-            {.name = "first", .mode = Mode::parallel, .workers = first_workers}) |
-      stage([](std::uint64_t x) { return x; },
+      stage(unchanged, {.name = "first", .mode = Mode::parallel, .workers = first_workers}) |
+      stage(unchanged,
             {.name = "second", .mode = Mode::parallel, .workers = second_workers, .fuse = fuse}) |
-      sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::parallel, .workers = 2});
+      sink(add_to(tally), {.mode = Mode::parallel, .workers = 2});
   p.run();
   EXPECT_EQ(tally.get(), expected_tally(items));
   return p.stats();
@@ -166,8 +169,7 @@ TEST(PipelineFusionTest, AFusedGroupKeepsTheOrderForAnInOrderStageAfterIt) {
               if (x % 5 == 0) emit(2 * x + 1);
             },
             {.name = "spread", .mode = Mode::parallel, .fuse = Fuse::always}) |
-        sink([&](std::uint64_t x) { seen.push_back(x); },
-             {.mode = Mode::serial_in_order, .batch = batch});
+        sink(append_to(seen), {.mode = Mode::serial_in_order, .batch = batch});
     p.run();
     std::vector<std::uint64_t> expected;
     for (std::uint64_t x = 0; x < items; ++x) {
@@ -231,14 +233,14 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
     Pipeline p;
     p.source(count_to(10)) |
         stage(identity, {.name = "wide", .mode = Mode::parallel, .workers = 2}) |
-        sink([](std::uint64_t) {}, {.name = "serial", .fuse = Fuse::always});
+        sink(discard, {.name = "serial", .fuse = Fuse::always});
     expect_refused(p, "'serial': cannot be fused into 'wide': a serial stage cannot run on 2");
   }
   {
     Pipeline p;
     p.source(count_to(10)) | stage(identity, {.mode = Mode::parallel, .workers = 2}) |
         stage(identity, {.name = "unordered", .fuse = Fuse::never}) |
-        sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order, .fuse = Fuse::always});
+        sink(discard, {.mode = Mode::serial_in_order, .fuse = Fuse::always});
     expect_refused(p, "would not arrive in order");
   }
   {
@@ -249,7 +251,7 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
                .workers = 2,
                .dispatch = Dispatch::by_key<std::uint64_t>([](std::uint64_t x) { return x; }),
                .fuse = Fuse::always}) |
-        sink([](std::uint64_t) {});
+        sink(discard);
     expect_refused(p, "its dispatch decides");
   }
   {
@@ -259,7 +261,7 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
                          .workers = 2,
                          .dispatch = Dispatch::broadcast(),
                          .fuse = Fuse::always}) |
-        sink([](std::uint64_t) {});
+        sink(discard);
     expect_refused(p, "its dispatch decides");
   }
 }
@@ -276,14 +278,14 @@ void expect_failure_counted_on_fused(Pipeline& p) {
 TEST(PipelineFusionTest, AThrowInAFusedStageFailsThePipelineAndCountsOnThatStage) {
   Watchdog watchdog;
   Pipeline p;
-  p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, {.name = "head"}) |
+  p.source(count_to(items)) | stage(unchanged, {.name = "head"}) |
       stage(
           [](std::uint64_t x) {
             if (x == 1'000) throw std::runtime_error("bad item");
             return x;
           },
           {.name = "fused", .fuse = Fuse::always}) |
-      sink([](std::uint64_t) {});
+      sink(discard);
   expect_failure_counted_on_fused(p);
 }
 
@@ -293,18 +295,15 @@ TEST(PipelineFusionTest, AThrowWhenAGroupSendsHeldOutputsCountsOnItsLastStage) {
   Watchdog watchdog;
   Pipeline p;
   p.source(count_to(items)) |
-      stage([](std::uint64_t x) { return x; },
-            {.name = "head", .mode = Mode::parallel, .workers = 2}) |
-      stage([](std::uint64_t x) { return x; },
-            {.name = "fused", .mode = Mode::parallel, .fuse = Fuse::always}) |
-      stage([](std::uint64_t x) { return x; },
-            {.mode = Mode::parallel,
-             .workers = 2,
-             .dispatch = Dispatch::by_key<std::uint64_t>([](std::uint64_t x) {
-               if (x == 1'000) throw std::runtime_error("bad key");
-               return x;
-             })}) |
-      sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
+      stage(unchanged, {.name = "head", .mode = Mode::parallel, .workers = 2}) |
+      stage(unchanged, {.name = "fused", .mode = Mode::parallel, .fuse = Fuse::always}) |
+      stage(unchanged, {.mode = Mode::parallel,
+                        .workers = 2,
+                        .dispatch = Dispatch::by_key<std::uint64_t>([](std::uint64_t x) {
+                          if (x == 1'000) throw std::runtime_error("bad key");
+                          return x;
+                        })}) |
+      sink(discard, {.mode = Mode::serial_in_order});
   expect_failure_counted_on_fused(p);
 }
 
@@ -316,7 +315,7 @@ TEST(PipelineFusionTest, AForcedStageWhoseCodeCannotBeCopiedRunsAsOneCopy) {
   p.source(count_to(items)) |
       stage([offset = std::make_unique<std::uint64_t>(0)](std::uint64_t x) { return x + *offset; },
             {.name = "moved", .mode = Mode::parallel, .workers = 4, .fuse = Fuse::always}) |
-      sink([&](std::uint64_t x) { tally.add(x); });
+      sink(add_to(tally));
   p.run();
   EXPECT_EQ(tally, expected_tally(items));
   EXPECT_EQ(p.stats().stage("moved")->workers, 1U);
@@ -335,7 +334,7 @@ TEST(PipelineFusionTest, CountErrorInAFusedStageCountsOnThatStage) {
             emit(x);
           },
           {.name = "checks", .fuse = Fuse::always}) |
-      sink([](std::uint64_t) {});
+      sink(discard);
   p.run();
   EXPECT_EQ(p.stats().stage("checks")->errors, 10U);
   EXPECT_EQ(p.stats().stage("source")->errors, 0U);
@@ -346,7 +345,7 @@ TEST(PipelineFusionTest, AbortEndsAPipelineWhoseFusedStageIsBusy) {
   Pipeline p;
   std::atomic<std::uint64_t> taken{0};
   p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> { return next++; }) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+      stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
       stage(
           [&](std::uint64_t x) {
             taken.fetch_add(1, std::memory_order_relaxed);
@@ -354,7 +353,7 @@ TEST(PipelineFusionTest, AbortEndsAPipelineWhoseFusedStageIsBusy) {
             return x;
           },
           {.mode = Mode::parallel, .fuse = Fuse::always}) |
-      sink([](std::uint64_t) {});
+      sink(discard);
   p.start();
   while (taken.load(std::memory_order_relaxed) < 100)
     std::this_thread::sleep_for(1ms);
@@ -369,9 +368,8 @@ TEST(PipelineFusionTest, RequestStopDeliversEverythingTheSourceEmitted) {
   Pipeline p;
   std::atomic<std::uint64_t> delivered{0};
   p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> { return next++; }) |
-      stage([](std::uint64_t x) { return x; }, {.name = "first", .fuse = Fuse::always}) |
-      stage([](std::uint64_t x) { return x; },
-            {.name = "second", .mode = Mode::parallel, .workers = 2}) |
+      stage(unchanged, {.name = "first", .fuse = Fuse::always}) |
+      stage(unchanged, {.name = "second", .mode = Mode::parallel, .workers = 2}) |
       sink([&](std::uint64_t) { delivered.fetch_add(1, std::memory_order_relaxed); },
            {.name = "sink", .mode = Mode::parallel, .fuse = Fuse::always});
   p.start();

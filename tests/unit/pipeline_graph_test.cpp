@@ -43,10 +43,14 @@ using conveyor::sink;
 using conveyor::stage;
 using conveyor::tee;
 using conveyor::when;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
+using conveyor::testing::discard;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 
 // --- tee ---
@@ -54,8 +58,7 @@ using conveyor::testing::Watchdog;
 // A sink that keeps what it gets, in arrival order.
 auto collect(std::vector<std::uint64_t>& out) {
   return conveyor::chain<std::uint64_t>() |
-         sink([&out](std::uint64_t x) { out.push_back(x); },
-              {.name = "collect", .mode = Mode::serial_in_order});
+         sink(append_to(out), {.name = "collect", .mode = Mode::serial_in_order});
 }
 
 TEST(PipelineTeeTest, EveryBranchGetsEveryItemOnce) {
@@ -66,12 +69,10 @@ TEST(PipelineTeeTest, EveryBranchGetsEveryItemOnce) {
   SharedTally third;
   p.source(count_to(10'000)) |
       tee(conveyor::chain<std::uint64_t>() |
-              sink([&](std::uint64_t x) { first.add(x); },
-                   {.name = "first", .mode = Mode::parallel, .workers = 2}),
-          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { second.add(x); }),
+              sink(add_to(first), {.name = "first", .mode = Mode::parallel, .workers = 2}),
+          conveyor::chain<std::uint64_t>() | sink(add_to(second)),
           conveyor::chain<std::uint64_t>() |
-              sink([&](std::uint64_t x) { third.add(x); },
-                   {.name = "third", .mode = Mode::parallel, .workers = 3}));
+              sink(add_to(third), {.name = "third", .mode = Mode::parallel, .workers = 3}));
   p.run();
   EXPECT_EQ(first.get(), expected_tally(10'000));
   EXPECT_EQ(second.get(), expected_tally(10'000));
@@ -245,7 +246,7 @@ TEST(PipelineTeeTest, AbortReturnsWithEveryBranchBlocked) {
       return next++;
     }) | tee(conveyor::chain<std::uint64_t>() | sink(blocked),
              conveyor::chain<std::uint64_t>() |
-                 stage([](std::uint64_t x) { return x; },
+                 stage(unchanged,
                        {.mode = Mode::parallel, .workers = 2, .dispatch = branch_head(keyed)}) |
                  sink(blocked));
     p.start();
@@ -272,10 +273,10 @@ TEST(PipelineTeeTest, TheSlowestBranchBoundsWhatTheSourceRunsAhead) {
     if (next == 100'000) return std::nullopt;
     emitted.fetch_add(1, std::memory_order_relaxed);
     return next++;
-  }) | tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
+  }) | tee(conveyor::chain<std::uint64_t>() | sink(discard),
            conveyor::chain<std::uint64_t>() |
                stage(
-                   [](std::uint64_t x) { return x; },
+                   unchanged,
                    {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(8)}) |
                sink(
                    [&](std::uint64_t x) {
@@ -373,8 +374,8 @@ TEST(PipelineTeeTest, EachBranchStageHasItsOwnStatistics) {
                     return x;
                   },
                   {.name = "thirds"}) |
-              sink([](std::uint64_t) {}, {.name = "write"}),
-          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}, {.name = "count"}));
+              sink(discard, {.name = "write"}),
+          conveyor::chain<std::uint64_t>() | sink(discard, {.name = "count"}));
   p.run();
   const conveyor::PipelineStats stats = p.stats();
   ASSERT_NE(stats.stage("thirds"), nullptr);
@@ -409,11 +410,9 @@ TEST(PipelineTeeTest, RunsOnTheCooperativeExecutor) {
   Pipeline p({.executor = conveyor::Executor::tbb(2)});
   std::vector<std::uint64_t> first;
   SharedTally second;
-  p.source(count_to(5000)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
-      tee(collect(first),
-          conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) { second.add(x); },
-                                                  {.mode = Mode::parallel, .workers = 2}));
+  p.source(count_to(5000)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+      tee(collect(first), conveyor::chain<std::uint64_t>() |
+                              sink(add_to(second), {.mode = Mode::parallel, .workers = 2}));
   p.run();
   ASSERT_EQ(first.size(), 5000U);
   for (std::uint64_t i = 0; i < first.size(); ++i)
@@ -462,10 +461,9 @@ TEST(PipelineTeeTest, AFusedBranchRunsOnTheWorkersBeforeTheTee) {
                       return x;
                     },
                     {.name = "fused", .mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
-                sink([&](std::uint64_t x) { fused.add(x); },
-                     {.name = "after", .mode = Mode::parallel, .workers = 2}),
+                sink(add_to(fused), {.name = "after", .mode = Mode::parallel, .workers = 2}),
             conveyor::chain<std::uint64_t>() |
-                sink([&](std::uint64_t x) { ordered.push_back(x); },
+                sink(append_to(ordered),
                      {.name = "ordered", .mode = Mode::serial_in_order, .batch = batch}));
     p.run();
     EXPECT_EQ(fused.get(), expected_tally(n)) << "batch " << batch;
@@ -493,8 +491,7 @@ TEST(PipelineTeeTest, AFusedBranchFlushesOncePerWorkerOfItsGroup) {
   std::atomic<int> flushes_other{0};
   std::atomic<std::uint64_t> items_fused{0};
   std::atomic<std::uint64_t> items_other{0};
-  p.source(count_to(1000)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 3}) |
+  p.source(count_to(1000)) | stage(unchanged, {.mode = Mode::parallel, .workers = 3}) |
       tee(conveyor::chain<std::uint64_t>() |
               sink(FlushCounter{&flushes_fused, &items_fused},
                    {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}),
@@ -513,8 +510,7 @@ TEST(PipelineTeeTest, AThrowInOrBesideAFusedBranchFailsThePipeline) {
   for (int position = 0; position < 3; ++position) {
     Pipeline p;
     auto maybe_throw = [position](int here) { return pass_or_throw_at(position, here); };
-    p.source(count_to(100'000)) |
-        stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+    p.source(count_to(100'000)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
         tee(conveyor::chain<std::uint64_t>() |
                 stage(maybe_throw(0), {.mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
                 sink([f = maybe_throw(1)](std::uint64_t x) { (void)f(x); },
@@ -535,12 +531,10 @@ TEST(PipelineTeeTest, AFusedBranchAfterAnInOrderStageWithChannelsOnBothSides) {
   Pipeline p;
   SharedTally fused;
   std::vector<std::uint64_t> ordered;
-  p.source(count_to(n)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::serial_in_order}) |
-      tee(conveyor::chain<std::uint64_t>() |
-              stage([](std::uint64_t x) { return x; }, {.fuse = conveyor::Fuse::always}) |
-              sink([&](std::uint64_t x) { fused.add(x); }, {.mode = Mode::parallel, .workers = 2}),
+  p.source(count_to(n)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+      stage(unchanged, {.mode = Mode::serial_in_order}) |
+      tee(conveyor::chain<std::uint64_t>() | stage(unchanged, {.fuse = conveyor::Fuse::always}) |
+              sink(add_to(fused), {.mode = Mode::parallel, .workers = 2}),
           collect(ordered));
   p.run();
   EXPECT_EQ(fused.get(), expected_tally(n));
@@ -551,25 +545,23 @@ TEST(PipelineTeeTest, AFusedBranchAfterAnInOrderStageWithChannelsOnBothSides) {
 
 TEST(PipelineTeeTest, OneBranchAtMostIsFused) {
   Pipeline p;
-  p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
-      tee(conveyor::chain<std::uint64_t>() |
-              sink([](std::uint64_t) {}, {.fuse = conveyor::Fuse::always}),
+  p.source(count_to(10)) | stage(unchanged) |
+      tee(conveyor::chain<std::uint64_t>() | sink(discard, {.fuse = conveyor::Fuse::always}),
           conveyor::chain<std::uint64_t>() |
-              sink([](std::uint64_t) {}, {.name = "second", .fuse = conveyor::Fuse::always}));
+              sink(discard, {.name = "second", .fuse = conveyor::Fuse::always}));
   expect_rejected(p, "stage 'second': cannot be fused into 'stage-1': another branch of the tee");
 }
 
 TEST(PipelineTeeTest, OneFusedBranchPerGroupOfFusedStages) {
   Pipeline p;
   auto pass = [](std::uint64_t x) { return x; };
-  auto inner =
-      conveyor::chain<std::uint64_t>() |
-      stage(pass, {.name = "inner", .fuse = conveyor::Fuse::always}) |
-      tee(conveyor::chain<std::uint64_t>() |
-              sink([](std::uint64_t) {}, {.name = "nested", .fuse = conveyor::Fuse::always}),
-          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  auto inner = conveyor::chain<std::uint64_t>() |
+               stage(pass, {.name = "inner", .fuse = conveyor::Fuse::always}) |
+               tee(conveyor::chain<std::uint64_t>() |
+                       sink(discard, {.name = "nested", .fuse = conveyor::Fuse::always}),
+                   conveyor::chain<std::uint64_t>() | sink(discard));
   p.source(count_to(10)) | stage(pass) |
-      tee(std::move(inner), conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+      tee(std::move(inner), conveyor::chain<std::uint64_t>() | sink(discard));
   expect_rejected(p,
                   "stage 'nested': cannot be fused into 'inner': a branch of an earlier tee is "
                   "fused into the same workers");
@@ -577,13 +569,12 @@ TEST(PipelineTeeTest, OneFusedBranchPerGroupOfFusedStages) {
 
 TEST(PipelineTeeTest, AFusedBranchCannotLeadToAnInOrderStage) {
   Pipeline p;
-  p.source(count_to(10)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+  p.source(count_to(10)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
       tee(conveyor::chain<std::uint64_t>() |
-              stage([](std::uint64_t x) { return x; },
+              stage(unchanged,
                     {.name = "fused", .mode = Mode::parallel, .fuse = conveyor::Fuse::always}) |
-              sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order}),
-          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+              sink(discard, {.mode = Mode::serial_in_order}),
+          conveyor::chain<std::uint64_t>() | sink(discard));
   expect_rejected(p,
                   "stage 'fused': a tee branch fused into 'stage-1' cannot lead to a "
                   "serial_in_order stage");
@@ -591,11 +582,10 @@ TEST(PipelineTeeTest, AFusedBranchCannotLeadToAnInOrderStage) {
 
 TEST(PipelineTeeTest, ASerialBranchCannotBeFusedAfterSeveralWorkers) {
   Pipeline p;
-  p.source(count_to(10)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
+  p.source(count_to(10)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
       tee(conveyor::chain<std::uint64_t>() |
-              sink([](std::uint64_t) {}, {.name = "serial", .fuse = conveyor::Fuse::always}),
-          conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+              sink(discard, {.name = "serial", .fuse = conveyor::Fuse::always}),
+          conveyor::chain<std::uint64_t>() | sink(discard));
   expect_rejected(p,
                   "stage 'serial': cannot be fused into 'stage-1': a serial stage cannot run "
                   "on 2 workers");
@@ -604,10 +594,10 @@ TEST(PipelineTeeTest, ASerialBranchCannotBeFusedAfterSeveralWorkers) {
 TEST(PipelineTeeTest, ABranchThatDoesNotEndInASinkIsRejected) {
   Pipeline p;
   auto numbers = p.source(count_to(10));
-  numbers | tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
-                conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  numbers | tee(conveyor::chain<std::uint64_t>() | sink(discard),
+                conveyor::chain<std::uint64_t>() | sink(discard));
   // A stage from the point the tee split is one more branch, which must end in a sink.
-  auto dangling = numbers | stage([](std::uint64_t x) { return x; });
+  auto dangling = numbers | stage(unchanged);
   (void)dangling;
   EXPECT_THROW(p.start(), std::logic_error);
 }
@@ -615,8 +605,8 @@ TEST(PipelineTeeTest, ABranchThatDoesNotEndInASinkIsRejected) {
 TEST(PipelineTeeTest, WithoutATeeAStageHasOneNext) {
   Pipeline p;
   auto numbers = p.source(count_to(10));
-  numbers | sink([](std::uint64_t) {});
-  EXPECT_THROW(numbers | sink([](std::uint64_t) {}), std::logic_error);
+  numbers | sink(discard);
+  EXPECT_THROW(numbers | sink(discard), std::logic_error);
 }
 
 // A branch that shares the tee's edge cannot take its items least loaded; with one worker, its
@@ -624,25 +614,25 @@ TEST(PipelineTeeTest, WithoutATeeAStageHasOneNext) {
 TEST(PipelineTeeTest, ALeastLoadedDispatchAtTheHeadOfABranchIsRejected) {
   const auto least_loaded = [](std::size_t workers) {
     return conveyor::chain<std::uint64_t>() |
-           sink([](std::uint64_t) {}, {.mode = Mode::parallel,
-                                       .workers = workers,
-                                       .dispatch = conveyor::Dispatch::least_loaded()});
+           sink(discard, {.mode = Mode::parallel,
+                          .workers = workers,
+                          .dispatch = conveyor::Dispatch::least_loaded()});
   };
   Pipeline rejected;
   rejected.source(count_to(10)) |
-      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}), least_loaded(2));
+      tee(conveyor::chain<std::uint64_t>() | sink(discard), least_loaded(2));
   expect_rejected(rejected, "least loaded");
   Pipeline one_worker;
   one_worker.source(count_to(10)) |
-      tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}), least_loaded(1));
+      tee(conveyor::chain<std::uint64_t>() | sink(discard), least_loaded(1));
   EXPECT_NO_THROW(one_worker.run());
 }
 
 // --- route ---
 
 auto collect_in_order(std::vector<std::uint64_t>& out, std::size_t batch = 1) {
-  return conveyor::chain<std::uint64_t>() | sink([&out](std::uint64_t x) { out.push_back(x); },
-                                                 {.mode = Mode::serial_in_order, .batch = batch});
+  return conveyor::chain<std::uint64_t>() |
+         sink(append_to(out), {.mode = Mode::serial_in_order, .batch = batch});
 }
 
 bool divisible_by_3(std::uint64_t x) {
@@ -706,7 +696,7 @@ TEST(PipelineRouteTest, EachBranchRestoresTheSourceOrderAfterParallelStages) {
                        collect_in_order(small)),
               when([](std::uint64_t x) { return x % 10 < 6; },
                    conveyor::chain<std::uint64_t>() |
-                       sink([&](std::uint64_t x) { unordered.add(x); },
+                       sink(add_to(unordered),
                             {.mode = Mode::parallel, .workers = 2, .batch = batch})),
               otherwise(conveyor::chain<std::uint64_t>() |
                         stage(jitter, {.mode = Mode::parallel, .workers = 3}) |
@@ -764,7 +754,7 @@ TEST(PipelineRouteTest, BatchedRunsSplitByBranchKeepEveryBranchExact) {
                      collect_in_order(behind, batch)),
             otherwise(
                 conveyor::chain<std::uint64_t>() |
-                sink([&](std::uint64_t x) { unordered.add(x); },
+                sink(add_to(unordered),
                      {.name = "unordered", .mode = Mode::parallel, .workers = 2, .batch = batch})));
     p.run();
     std::vector<std::uint64_t> want_direct;
@@ -800,13 +790,11 @@ TEST(PipelineRouteTest, OwedGapsGoOutWhenTheWindowIsSmall) {
   std::vector<std::uint64_t> most;
   Pipeline p;
   p.source(count_to(count)) |
-      stage([](std::uint64_t x) { return x; },
+      stage(unchanged,
             {.mode = Mode::parallel, .workers = 2, .channel = conveyor::Channel::queue(1)}) |
       route(when([](std::uint64_t x) { return x % 97 == 0; },
-                 conveyor::chain<std::uint64_t>() |
-                     sink([&](std::uint64_t x) { rare.push_back(x); }, one_slot)),
-            otherwise(conveyor::chain<std::uint64_t>() |
-                      sink([&](std::uint64_t x) { most.push_back(x); }, one_slot)));
+                 conveyor::chain<std::uint64_t>() | sink(append_to(rare), one_slot)),
+            otherwise(conveyor::chain<std::uint64_t>() | sink(append_to(most), one_slot)));
   p.run();
   std::vector<std::uint64_t> want_rare;
   std::vector<std::uint64_t> want_most;
@@ -853,7 +841,7 @@ TEST(PipelineRouteTest, AStuckWorkerOfABranchDoesNotHoldTheRouteWhileItsOtherLan
     Pipeline p;
     constexpr std::uint64_t items = 2'000;
     StuckBranch branch;
-    p.source(count_to(items)) | stage([](std::uint64_t x) { return x; }, {.batch = batch}) |
+    p.source(count_to(items)) | stage(unchanged, {.batch = batch}) |
         route(when([](std::uint64_t x) { return x % 2 == 0; },
                    conveyor::chain<std::uint64_t>() | sink(branch.count_other())),
               otherwise(conveyor::chain<std::uint64_t>() |
@@ -953,8 +941,7 @@ TEST(PipelineRouteTest, AThrowFromAPredicateOrABranchFailsThePipeline) {
   for (int position = 0; position < 3; ++position) {
     Pipeline p;
     p.source(count_to(100'000)) |
-        stage([](std::uint64_t x) { return x; },
-              {.mode = Mode::parallel, .workers = 2, .batch = 4}) |
+        stage(unchanged, {.mode = Mode::parallel, .workers = 2, .batch = 4}) |
         route(when(
                   [position](std::uint64_t x) {
                     if (position == 0 && x == 500) throw std::runtime_error("predicate");
@@ -974,7 +961,7 @@ TEST(PipelineRouteTest, AThrowFromAPredicateOrABranchFailsThePipeline) {
                               return x;
                             },
                             {.mode = Mode::parallel, .workers = 2}) |
-                        sink([](std::uint64_t) {})));
+                        sink(discard)));
     EXPECT_THROW(p.run(), std::runtime_error) << "position " << position;
     EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
   }
@@ -1031,9 +1018,8 @@ TEST(PipelineRouteTest, EachBranchStageHasItsOwnStatistics) {
   Pipeline p;
   p.source(count_to(300)) |
       route(when(divisible_by_3,
-                 conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}, {.name = "threes"})),
-            otherwise(conveyor::chain<std::uint64_t>() |
-                      sink([](std::uint64_t) {}, {.name = "others"})));
+                 conveyor::chain<std::uint64_t>() | sink(discard, {.name = "threes"})),
+            otherwise(conveyor::chain<std::uint64_t>() | sink(discard, {.name = "others"})));
   p.run();
   const conveyor::PipelineStats stats = p.stats();
   EXPECT_EQ(stats.stage("threes")->items_in, 100U);
@@ -1043,32 +1029,31 @@ TEST(PipelineRouteTest, EachBranchStageHasItsOwnStatistics) {
 TEST(PipelineRouteTest, ALeastLoadedDispatchAtTheHeadOfABranchIsRejected) {
   Pipeline p;
   p.source(count_to(10)) |
-      route(when(divisible_by_3,
-                 conveyor::chain<std::uint64_t>() |
-                     sink([](std::uint64_t) {}, {.mode = Mode::parallel,
-                                                 .workers = 2,
-                                                 .dispatch = conveyor::Dispatch::least_loaded()})),
-            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
+      route(
+          when(divisible_by_3, conveyor::chain<std::uint64_t>() |
+                                   sink(discard, {.mode = Mode::parallel,
+                                                  .workers = 2,
+                                                  .dispatch = conveyor::Dispatch::least_loaded()})),
+          otherwise(conveyor::chain<std::uint64_t>() | sink(discard)));
   expect_rejected(p, "least loaded");
 }
 
 TEST(PipelineRouteTest, ABranchOfARouteCannotBeFused) {
   Pipeline p;
-  p.source(count_to(10)) | stage([](std::uint64_t x) { return x; }) |
-      route(when(divisible_by_3, conveyor::chain<std::uint64_t>() |
-                                     sink([](std::uint64_t) {},
-                                          {.name = "threes", .fuse = conveyor::Fuse::always})),
-            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
+  p.source(count_to(10)) | stage(unchanged) |
+      route(when(divisible_by_3,
+                 conveyor::chain<std::uint64_t>() |
+                     sink(discard, {.name = "threes", .fuse = conveyor::Fuse::always})),
+            otherwise(conveyor::chain<std::uint64_t>() | sink(discard)));
   expect_rejected(p, "stage 'threes': cannot be fused into 'stage-1': it is a branch of a route");
 }
 
 TEST(PipelineRouteTest, NothingElseContinuesFromARoute) {
   Pipeline p;
   auto numbers = p.source(count_to(10));
-  numbers |
-      route(when(divisible_by_3, conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})),
-            otherwise(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {})));
-  numbers | sink([](std::uint64_t) {});
+  numbers | route(when(divisible_by_3, conveyor::chain<std::uint64_t>() | sink(discard)),
+                  otherwise(conveyor::chain<std::uint64_t>() | sink(discard)));
+  numbers | sink(discard);
   EXPECT_THROW(p.start(), std::logic_error);
 }
 
@@ -1089,12 +1074,10 @@ TEST(PipelineMergeTest, TheStageAtAMergeTakesEveryInputsItemsOnce) {
     SharedTally tally;
     auto a = p.source(count_from(0, 10'000));
     auto b = p.source(count_from(10'000, 5'000)) |
-             stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2});
+             stage(unchanged, {.mode = Mode::parallel, .workers = 2});
     auto c = p.source(count_from(15'000, 1));
-    merge(a, b, c) |
-        stage([](std::uint64_t x) { return x; },
-              {.mode = Mode::parallel, .workers = 3, .batch = batch}) |
-        sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::parallel, .workers = 2});
+    merge(a, b, c) | stage(unchanged, {.mode = Mode::parallel, .workers = 3, .batch = batch}) |
+        sink(add_to(tally), {.mode = Mode::parallel, .workers = 2});
     p.run();
     EXPECT_EQ(tally.get(), expected_tally(15'001)) << "batch " << batch;
   }
@@ -1124,8 +1107,8 @@ TEST(PipelineMergeTest, ASerialInOrderStageAtTheMergeNumbersTheMergedStream) {
             return x;
           },
           {.mode = Mode::serial_in_order}) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 3}) |
-      sink([&](std::uint64_t x) { seen_at_end.push_back(x); }, {.mode = Mode::serial_in_order});
+      stage(unchanged, {.mode = Mode::parallel, .workers = 3}) |
+      sink(append_to(seen_at_end), {.mode = Mode::serial_in_order});
   p.run();
   ASSERT_EQ(seen_at_merge.size(), 20'000U);
   EXPECT_EQ(seen_at_end, seen_at_merge);
@@ -1184,7 +1167,7 @@ TEST(PipelineMergeTest, AThrowInOneInputCancelsTheOthers) {
                    if (x == 500) throw std::runtime_error("boom");
                    return x;
                  });
-  merge(endless, failing) | sink([](std::uint64_t) {}, {.mode = Mode::parallel, .workers = 2});
+  merge(endless, failing) | sink(discard, {.mode = Mode::parallel, .workers = 2});
   EXPECT_THROW(p.run(), std::runtime_error);
   EXPECT_EQ(p.state(), conveyor::PipelineState::failed);
 }
@@ -1217,7 +1200,7 @@ TEST(PipelineMergeTest, EachSourceHasItsOwnStatistics) {
   Pipeline p;
   auto a = p.source(count_to(100), {.name = "a"});
   auto b = p.source(count_to(50), {.name = "b"});
-  merge(a, b) | sink([](std::uint64_t) {}, {.name = "all"});
+  merge(a, b) | sink(discard, {.name = "all"});
   p.run();
   const conveyor::PipelineStats stats = p.stats();
   EXPECT_EQ(stats.stage("a")->items_out, 100U);
@@ -1230,8 +1213,8 @@ TEST(PipelineMergeTest, AnInOrderStageAfterAMergeNeedsOneAtTheMerge) {
   Pipeline p;
   auto a = p.source(count_to(10));
   auto b = p.source(count_to(10));
-  merge(a, b) | stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
-      sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
+  merge(a, b) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+      sink(discard, {.mode = Mode::serial_in_order});
   EXPECT_THROW(p.start(), std::invalid_argument);
 }
 
@@ -1239,25 +1222,25 @@ TEST(PipelineMergeTest, AnInputOfAMergeCannotGoElsewhere) {
   Pipeline p;
   auto a = p.source(count_to(10));
   auto b = p.source(count_to(10));
-  merge(a, b) | sink([](std::uint64_t) {});
-  EXPECT_THROW(a | sink([](std::uint64_t) {}), std::logic_error);
+  merge(a, b) | sink(discard);
+  EXPECT_THROW(a | sink(discard), std::logic_error);
   Pipeline q;
   auto c = q.source(count_to(10));
   auto d = q.source(count_to(10));
-  EXPECT_THROW((void)(merge(c, d) |
-                      conveyor::tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
-                                    conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}))),
-               std::logic_error);
+  EXPECT_THROW(
+      (void)(merge(c, d) | conveyor::tee(conveyor::chain<std::uint64_t>() | sink(discard),
+                                         conveyor::chain<std::uint64_t>() | sink(discard))),
+      std::logic_error);
 }
 
 TEST(PipelineMergeTest, ABranchOfATeeCanBeMergedAgainOnlyThroughAStage) {
   Pipeline p;
   auto source = p.source(count_to(10));
-  source | conveyor::tee(conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}),
-                         conveyor::chain<std::uint64_t>() | sink([](std::uint64_t) {}));
+  source | conveyor::tee(conveyor::chain<std::uint64_t>() | sink(discard),
+                         conveyor::chain<std::uint64_t>() | sink(discard));
   auto other = p.source(count_to(10));
   // The tee's point is continued a third way, into a merge.
-  merge(source, other) | sink([](std::uint64_t) {});
+  merge(source, other) | sink(discard);
   EXPECT_THROW(p.start(), std::logic_error);
 }
 

@@ -26,6 +26,8 @@ using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
 using conveyor::testing::Watchdog;
 
@@ -96,7 +98,7 @@ TEST(PipelineOrderingTest, FiltersLeaveGapsThatDoNotStallTheOrder) {
             return x;
           },
           {.mode = Mode::parallel, .workers = 4}) |
-      sink([&](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(out), {.mode = Mode::serial_in_order});
   p.run();
   std::vector<std::uint64_t> expected;
   for (std::uint64_t i = 0; i < 10000; ++i) {
@@ -161,7 +163,7 @@ TEST(PipelineOrderingTest, AnInOrderStageRenumbersForTheNextOne) {
             return x;
           },
           {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()}) |
-      sink([&](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(out), {.mode = Mode::serial_in_order});
   p.run();
   EXPECT_EQ(middle, iota(5000));
   EXPECT_EQ(out, iota(2500));
@@ -181,7 +183,7 @@ TEST(PipelineOrderingTest, KeyedDispatchKeepsTheOrder) {
            .workers = 4,
            .dispatch = Dispatch::by_key([](const std::uint64_t& x) { return x % 5; }),
            .batch = 3}) |
-      sink([&](std::uint64_t x) { out.push_back(x); }, {.mode = Mode::serial_in_order});
+      sink(append_to(out), {.mode = Mode::serial_in_order});
   p.run();
   EXPECT_EQ(out, iota(8000));
 }
@@ -205,8 +207,7 @@ TEST_P(FlushOrderingTest, ItemsFromFlushHooksFollowTheStream) {
     std::vector<std::uint64_t> out;
     p.source(count_to(1000)) |
         stage(EndMarker{}, {.mode = Mode::parallel, .workers = workers, .batch = batch}) |
-        sink([&](std::uint64_t x) { out.push_back(x); },
-             {.mode = Mode::serial_in_order, .batch = batch});
+        sink(append_to(out), {.mode = Mode::serial_in_order, .batch = batch});
     p.run();
     ASSERT_EQ(out.size(), 1000U + workers);
     for (std::uint64_t i = 0; i < 1000; ++i)
@@ -229,7 +230,7 @@ TEST(PipelineOrderingTest, OutOfOrderStagesSeeEveryItemOnce) {
             return x;
           },
           {.mode = Mode::parallel, .workers = 3}) |
-      sink([&](std::uint64_t x) { tally.add(x); }, {.mode = Mode::serial_out_of_order});
+      sink(add_to(tally), {.mode = Mode::serial_out_of_order});
   p.run();
   EXPECT_EQ(tally, conveyor::testing::expected_tally(10000));
 }

@@ -28,6 +28,8 @@ using conveyor::PipelineStats;
 using conveyor::sink;
 using conveyor::stage;
 using conveyor::testing::count_to;
+using conveyor::testing::discard;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 using namespace std::chrono_literals;
 
@@ -45,7 +47,7 @@ TEST(PipelineStatsTest, CountsAreExactAfterTheRun) {
             if (x % 2 == 0) emit(x);
           },
           {.name = "split", .mode = Mode::parallel, .workers = 3, .batch = 16}) |
-      sink([](std::uint64_t) {}, {.name = "drop", .channel = Channel::queue(8)});
+      sink(discard, {.name = "drop", .channel = Channel::queue(8)});
   const PipelineStats before = p.stats();
   EXPECT_EQ(before.state, PipelineState::idle);
   EXPECT_EQ(before.stages.size(), 3U);
@@ -129,9 +131,8 @@ TEST(PipelineStatsTest, ObserversHearOfStartSamplesAndFinish) {
 TEST(PipelineStatsTest, StatsMayBeReadWhileThePipelineRuns) {
   Watchdog watchdog;
   Pipeline p;
-  p.source(count_to(200'000)) |
-      stage([](std::uint64_t x) { return x; }, {.mode = Mode::parallel, .workers = 2}) |
-      sink([](std::uint64_t) {});
+  p.source(count_to(200'000)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+      sink(discard);
   p.start();
   std::uint64_t last = 0;
   for (int i = 0; i < 100; ++i) {

@@ -31,15 +31,18 @@ using conveyor::Mode;
 using conveyor::Pipeline;
 using conveyor::sink;
 using conveyor::stage;
+using conveyor::testing::add_to;
+using conveyor::testing::append_to;
 using conveyor::testing::count_to;
+using conveyor::testing::discard;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 
 TEST(PipelineTest, MapsEveryItemFromSourceToSink) {
   Watchdog watchdog;
   Pipeline p;
   std::vector<std::uint64_t> out;
-  p.source(count_to(100)) | stage([](std::uint64_t x) { return x * 3; }) |
-      sink([&](std::uint64_t x) { out.push_back(x); });
+  p.source(count_to(100)) | stage([](std::uint64_t x) { return x * 3; }) | sink(append_to(out));
   p.run();
   ASSERT_EQ(out.size(), 100U);
   for (std::uint64_t i = 0; i < 100; ++i)
@@ -53,7 +56,7 @@ TEST(PipelineTest, AnOptionalResultFilters) {
   p.source(count_to(20)) | stage([](std::uint64_t x) -> std::optional<std::uint64_t> {
     if (x % 2 == 1) return std::nullopt;
     return x;
-  }) | sink([&](std::uint64_t x) { out.push_back(x); });
+  }) | sink(append_to(out));
   p.run();
   EXPECT_EQ(out, (std::vector<std::uint64_t>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18}));
 }
@@ -87,7 +90,7 @@ TEST(PipelineTest, AClassStageFlushesAtTheEndOfTheStream) {
   Watchdog watchdog;
   Pipeline p;
   std::vector<std::uint64_t> out;
-  p.source(count_to(101)) | stage(Summer{}) | sink([&](std::uint64_t x) { out.push_back(x); });
+  p.source(count_to(101)) | stage(Summer{}) | sink(append_to(out));
   p.run();
   EXPECT_EQ(out, (std::vector<std::uint64_t>{5050}));
 }
@@ -97,7 +100,7 @@ TEST(PipelineTest, EveryParallelWorkerFlushesItsOwnState) {
   Pipeline p;
   std::vector<std::uint64_t> partials;
   p.source(count_to(1000)) | stage(Summer{}, {.mode = Mode::parallel, .workers = 3}) |
-      sink([&](std::uint64_t x) { partials.push_back(x); });
+      sink(append_to(partials));
   p.run();
   ASSERT_EQ(partials.size(), 3U);
   EXPECT_EQ(partials[0] + partials[1] + partials[2], 999U * 1000U / 2);
@@ -310,10 +313,8 @@ TEST(PipelineTest, MailboxChannelsCarryEverything) {
   Pipeline p;
   conveyor::testing::SharedTally tally;
   p.source(count_to(20000)) |
-      stage([](std::uint64_t x) { return x; },
-            {.mode = Mode::parallel, .workers = 3, .channel = Channel::mailbox()}) |
-      sink([&](std::uint64_t x) { tally.add(x); },
-           {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()});
+      stage(unchanged, {.mode = Mode::parallel, .workers = 3, .channel = Channel::mailbox()}) |
+      sink(add_to(tally), {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()});
   p.run();
   EXPECT_EQ(tally.get(), conveyor::testing::expected_tally(20000));
 }
@@ -339,8 +340,7 @@ TEST(PipelineTest, AnItemReachesItsConsumerWhileTheSourceBlocksElsewhere) {
 
 TEST(PipelineTest, StagesGetDefaultNames) {
   Pipeline p({.name = "named"});
-  p.source(count_to(1)) | stage([](std::uint64_t x) { return x; }, {.name = "double"}) |
-      stage([](std::uint64_t x) { return x; }) | sink([](std::uint64_t) {});
+  p.source(count_to(1)) | stage(unchanged, {.name = "double"}) | stage(unchanged) | sink(discard);
   p.run();
   const auto stats = p.stats();
   EXPECT_EQ(stats.name, "named");
@@ -353,16 +353,15 @@ TEST(PipelineTest, StagesGetDefaultNames) {
 
 TEST(PipelineTest, ByKeyForAnotherItemTypeIsRejected) {
   Pipeline p;
-  p.source(count_to(1)) | sink([](std::uint64_t) {}, {.dispatch = Dispatch::by_key(&Keyed::key)});
+  p.source(count_to(1)) | sink(discard, {.dispatch = Dispatch::by_key(&Keyed::key)});
   EXPECT_THROW(p.start(), std::invalid_argument);
 }
 
 TEST(PipelineTest, InOrderAfterABroadcastToSeveralWorkersIsRejected) {
   Pipeline p;
   p.source(count_to(1)) |
-      stage([](std::uint64_t x) { return x; },
-            {.mode = Mode::parallel, .workers = 2, .dispatch = Dispatch::broadcast()}) |
-      sink([](std::uint64_t) {}, {.mode = Mode::serial_in_order});
+      stage(unchanged, {.mode = Mode::parallel, .workers = 2, .dispatch = Dispatch::broadcast()}) |
+      sink(discard, {.mode = Mode::serial_in_order});
   EXPECT_THROW(p.start(), std::invalid_argument);
 }
 
@@ -374,7 +373,7 @@ struct MoveOnlyStage {
 TEST(PipelineTest, SeveralWorkersNeedCopyableCode) {
   Pipeline p;
   p.source(count_to(1)) | stage(MoveOnlyStage{}, {.mode = Mode::parallel, .workers = 2}) |
-      sink([](std::uint64_t) {});
+      sink(discard);
   EXPECT_THROW(p.start(), std::invalid_argument);
 }
 
@@ -390,12 +389,12 @@ TEST(PipelineTest, MoveOnlyCodeRunsOnOneWorker) {
 TEST(PipelineTest, ZeroCapacityAndZeroBatchAreRejected) {
   {
     Pipeline p;
-    p.source(count_to(1)) | sink([](std::uint64_t) {}, {.channel = Channel::queue(0)});
+    p.source(count_to(1)) | sink(discard, {.channel = Channel::queue(0)});
     EXPECT_THROW(p.start(), std::invalid_argument);
   }
   {
     Pipeline p;
-    p.source(count_to(1)) | sink([](std::uint64_t) {}, {.batch = 0});
+    p.source(count_to(1)) | sink(discard, {.batch = 0});
     EXPECT_THROW(p.start(), std::invalid_argument);
   }
 }
@@ -412,15 +411,15 @@ TEST(PipelineTest, AChainNeedsASourceAndASink) {
 TEST(PipelineTest, AChainCannotBranch) {
   Pipeline p;
   auto flow = p.source(count_to(1));
-  auto first = flow | stage([](std::uint64_t x) { return x; });
+  auto first = flow | stage(unchanged);
   (void)first;
-  EXPECT_THROW(flow | stage([](std::uint64_t x) { return x; }), std::logic_error);
+  EXPECT_THROW(flow | stage(unchanged), std::logic_error);
 }
 
 // A second source is for a merge (merge.hpp): on its own it leaves the pipeline unfinished.
 TEST(PipelineTest, ASecondSourceMustJoinTheChain) {
   Pipeline p;
-  p.source(count_to(1)) | sink([](std::uint64_t) {});
+  p.source(count_to(1)) | sink(discard);
   auto second = p.source(count_to(1));
   (void)second;
   EXPECT_THROW(p.start(), std::logic_error);
@@ -429,7 +428,7 @@ TEST(PipelineTest, ASecondSourceMustJoinTheChain) {
 TEST(PipelineTest, APipelineRunsOnce) {
   Watchdog watchdog;
   Pipeline p;
-  p.source(count_to(1)) | sink([](std::uint64_t) {});
+  p.source(count_to(1)) | sink(discard);
   p.run();
   EXPECT_THROW(p.start(), std::logic_error);
   EXPECT_NO_THROW(p.wait());
