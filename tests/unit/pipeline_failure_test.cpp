@@ -230,6 +230,11 @@ TEST(PipelineFailure, TheFailureHandlerRunsBeforeTheItemsInFlightAreDropped) {
 
 using ShutdownTest = conveyor::testing::TrackedLeakCheck;
 
+// Stage and sink code for the tests below where it only has to be there: one type each, so that
+// the pipeline's typed code is compiled once for it rather than once per test.
+constexpr auto pass_on = [](Tracked t) { return t; };
+constexpr auto drop = [](Tracked) {};
+
 // An endless source that only stops when asked.
 auto endless(std::atomic<std::int64_t>& emitted) {
   return [&emitted](Emit<Tracked>& emit) {
@@ -248,8 +253,7 @@ TEST_F(ShutdownTest, AbortWakesWorkersBlockedOnPush) {
   std::atomic<std::int64_t> consumed{0};
   Pipeline p;
   p.source(endless(emitted)) |
-      stage([](Tracked t) { return t; },
-            {.mode = Mode::parallel, .workers = 2, .channel = Channel::queue(2)}) |
+      stage(pass_on, {.mode = Mode::parallel, .workers = 2, .channel = Channel::queue(2)}) |
       sink(
           [&](Tracked) {
             consumed.fetch_add(1, std::memory_order_relaxed);
@@ -271,8 +275,8 @@ TEST_F(ShutdownTest, AbortWakesWorkersBlockedOnPop) {
     emit(Tracked(1));
     while (!emit.stop_requested())
       std::this_thread::sleep_for(1ms);
-  }) | stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 3}) |
-      sink([](Tracked) {}, {.mode = Mode::serial_in_order});
+  }) | stage(pass_on, {.mode = Mode::parallel, .workers = 3}) |
+      sink(drop, {.mode = Mode::serial_in_order});
   p.start();
   std::this_thread::sleep_for(settle_time());
   p.abort();
@@ -292,7 +296,7 @@ TEST_F(ShutdownTest, AbortWakesASourceWaitingForTheOrderingWindow) {
             return t;
           },
           {.mode = Mode::parallel, .workers = 2}) |
-      sink([](Tracked) {}, {.mode = Mode::serial_in_order});
+      sink(drop, {.mode = Mode::serial_in_order});
   p.start();
   std::this_thread::sleep_for(settle_time());
   p.abort();
@@ -304,8 +308,7 @@ TEST_F(ShutdownTest, AThrowWakesWorkersBlockedElsewhere) {
   std::atomic<std::int64_t> emitted{0};
   Pipeline p;
   p.source(endless(emitted)) |
-      stage([](Tracked t) { return t; },
-            {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()}) |
+      stage(pass_on, {.mode = Mode::parallel, .workers = 2, .channel = Channel::mailbox()}) |
       sink(
           [](Tracked) {
             std::this_thread::sleep_for(50ms);
@@ -360,8 +363,7 @@ TEST_F(ShutdownTest, StopAndAbortWorkFromASignalHandler) {
     std::atomic<std::int64_t> emitted{0};
     std::atomic<std::int64_t> consumed{0};
     Pipeline p;
-    p.source(endless(emitted)) |
-        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
+    p.source(endless(emitted)) | stage(pass_on, {.mode = Mode::parallel, .workers = 2}) |
         sink([&](Tracked) { consumed.fetch_add(1, std::memory_order_relaxed); });
     signalled_pipeline = &p;
     signal_action.store(action);
@@ -390,8 +392,7 @@ TEST_F(ShutdownTest, TheDestructorAbortsARunningPipeline) {
   std::atomic<std::int64_t> emitted{0};
   {
     Pipeline p;
-    p.source(endless(emitted)) |
-        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
+    p.source(endless(emitted)) | stage(pass_on, {.mode = Mode::parallel, .workers = 2}) |
         sink([](Tracked) { std::this_thread::sleep_for(100us); });
     p.start();
     std::this_thread::sleep_for(settle_time());
@@ -403,7 +404,7 @@ TEST_F(ShutdownTest, AbortBeforeTheFirstItemStillEnds) {
   Watchdog watchdog;
   std::atomic<std::int64_t> emitted{0};
   Pipeline p;
-  p.source(endless(emitted)) | sink([](Tracked) {});
+  p.source(endless(emitted)) | sink(drop);
   p.abort();
   p.start();
   p.wait();
@@ -418,9 +419,8 @@ TEST_F(ShutdownTest, AWorkerThatCannotStartFailsThePipeline) {
     std::atomic<std::int64_t> emitted{0};
     bool handled = false;
     Pipeline p({.on_failure = [&](const std::exception_ptr&) { handled = true; }});
-    p.source(endless(emitted)) |
-        stage([](Tracked t) { return t; }, {.mode = Mode::parallel, .workers = 2}) |
-        sink([](Tracked) {});
+    p.source(endless(emitted)) | stage(pass_on, {.mode = Mode::parallel, .workers = 2}) |
+        sink(drop);
     threads_before_failure.store(started, std::memory_order_relaxed);
     p.start();
     threads_before_failure.store(-1, std::memory_order_relaxed);
