@@ -40,6 +40,7 @@ using conveyor::testing::count_to;
 using conveyor::testing::expected_tally;
 using conveyor::testing::SharedTally;
 using conveyor::testing::Tally;
+using conveyor::testing::unchanged;
 using conveyor::testing::Watchdog;
 
 enum class Topology { after_source, after_parallel, three_with_gaps };
@@ -84,11 +85,10 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
       conveyor::testing::shape_options(workers, channel, batching);
   const conveyor::StageOptions& parallel = shape.parallel;
   const conveyor::StageOptions& in_order = shape.in_order;
-  auto pass = [](std::uint64_t x) { return x; };
 
   Pipeline p;
   Flow<std::uint64_t> flow = p.source(count_to(count));
-  if (topology != Topology::after_source) flow = flow | stage(pass, parallel);
+  if (topology != Topology::after_source) flow = flow | stage(unchanged, parallel);
 
   InOrderCheck ordered;
   InOrderCheck evens;
@@ -97,7 +97,7 @@ TEST_P(PipelineGraphStress, TeeGivesEveryBranchEveryItemOnceAndInOrderWhereItAsk
   const conveyor::StageOptions head = keyed_with_gaps(parallel, topology);
   auto check_all = [&](std::uint64_t x) { ordered.take(x, [](std::uint64_t i) { return i; }); };
   auto all_in_order =
-      conveyor::chain<std::uint64_t>() | stage(pass, head) | sink(check_all, in_order);
+      conveyor::chain<std::uint64_t>() | stage(unchanged, head) | sink(check_all, in_order);
   // With three branches, the unordered one runs on the workers before the tee (fused).
   conveyor::StageOptions unordered_options = parallel;
   if (topology == Topology::three_with_gaps) unordered_options.fuse = conveyor::Fuse::always;
@@ -144,7 +144,6 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
       conveyor::testing::shape_options(workers, channel, batching);
   const conveyor::StageOptions& parallel = shape.parallel;
   const conveyor::StageOptions& in_order = shape.in_order;
-  auto pass = [](std::uint64_t x) { return x; };
 
   // What reaches the route, in order.
   std::vector<std::uint64_t> stream;
@@ -172,7 +171,7 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
 
   Pipeline p;
   Flow<std::uint64_t> flow = p.source(count_to(count));
-  if (topology == Topology::after_parallel) flow = flow | stage(pass, parallel);
+  if (topology == Topology::after_parallel) flow = flow | stage(unchanged, parallel);
   if (topology == Topology::three_with_gaps) {
     flow = flow | stage(
                       [](std::uint64_t x, conveyor::Emit<std::uint64_t>& emit) {
@@ -188,7 +187,7 @@ TEST_P(PipelineGraphStress, RouteGivesEachItemToOneBranchInOrderWhereItAsks) {
   const conveyor::StageOptions head = keyed_with_gaps(parallel, topology);
   flow | conveyor::route(
              conveyor::when([](std::uint64_t y) { return y % 3 == 0; },
-                            conveyor::chain<std::uint64_t>() | stage(pass, head) |
+                            conveyor::chain<std::uint64_t>() | stage(unchanged, head) |
                                 sink(
                                     [&](std::uint64_t y) {
                                       threes.take(y, [&](std::uint64_t i) {
@@ -227,7 +226,6 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
       conveyor::testing::shape_options(workers, channel, batching);
   const conveyor::StageOptions& parallel = shape.parallel;
   const conveyor::StageOptions& in_order = shape.in_order;
-  auto pass = [](std::uint64_t x) { return x; };
   auto from = [](std::uint64_t first, std::uint64_t n) {
     return [next = first, end = first + n]() mutable -> std::optional<std::uint64_t> {
       if (next == end) return std::nullopt;
@@ -244,7 +242,7 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
     conveyor::merge(p.source(from(0, count / 2)), p.source(from(count / 2, count - count / 2))) |
         sink(add_to(tally), parallel);
   } else if (topology == Topology::after_parallel) {
-    conveyor::merge(p.source(from(0, count / 2)) | stage(pass, parallel),
+    conveyor::merge(p.source(from(0, count / 2)) | stage(unchanged, parallel),
                     p.source(from(count / 2, count - count / 2))) |
         stage(
             [&](std::uint64_t x) {
@@ -252,7 +250,7 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
               return x;
             },
             in_order) |
-        stage(pass, parallel) | sink(append_to(at_end), in_order);
+        stage(unchanged, parallel) | sink(append_to(at_end), in_order);
   } else {
     // The third input drops its odd numbers.
     expected = Tally{};
@@ -261,14 +259,14 @@ TEST_P(PipelineGraphStress, MergeTakesEveryInputsItemsOnce) {
     }
     conveyor::merge(
         p.source(from(0, count / 2)),
-        p.source(from(count / 2, count - count / 2)) | stage(pass, parallel),
+        p.source(from(count / 2, count - count / 2)) | stage(unchanged, parallel),
         p.source(from(count, count)) | stage(
                                            [](std::uint64_t x) -> std::optional<std::uint64_t> {
                                              if (x % 2 != 0) return std::nullopt;
                                              return x;
                                            },
                                            parallel)) |
-        stage(pass, parallel) | sink(add_to(tally), parallel);
+        stage(unchanged, parallel) | sink(add_to(tally), parallel);
   }
   p.run();
 

@@ -24,23 +24,12 @@ inline constexpr auto unchanged = [](std::uint64_t x) { return x; };
 // A sink's code that adds each item to a tally (Tally, SharedTally below), or appends it to a
 // container; likewise one type per target type.
 template <class Target>
-struct AddTo {
-  Target* target;
-  void operator()(std::uint64_t x) const { target->add(x); }
-};
-template <class Target>
-AddTo<Target> add_to(Target& target) {
-  return {&target};
+auto add_to(Target& target) {
+  return [&target](std::uint64_t x) { target.add(x); };
 }
-
 template <class Container>
-struct AppendTo {
-  Container* container;
-  void operator()(std::uint64_t x) const { container->push_back(x); }
-};
-template <class Container>
-AppendTo<Container> append_to(Container& container) {
-  return {&container};
+auto append_to(Container& container) {
+  return [&container](std::uint64_t x) { container.push_back(x); };
 }
 
 // A hash that makes a sum of hashes an order-independent fingerprint of a multiset.

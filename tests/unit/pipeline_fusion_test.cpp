@@ -219,7 +219,6 @@ TEST(PipelineFusionTest, FlushHooksRunInStageOrder) {
 
 TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
   Watchdog watchdog;
-  auto identity = [](std::uint64_t x) { return x; };
   auto expect_refused = [](Pipeline& p, const std::string& words) {
     try {
       p.start();
@@ -232,21 +231,21 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
   {
     Pipeline p;
     p.source(count_to(10)) |
-        stage(identity, {.name = "wide", .mode = Mode::parallel, .workers = 2}) |
+        stage(unchanged, {.name = "wide", .mode = Mode::parallel, .workers = 2}) |
         sink(discard, {.name = "serial", .fuse = Fuse::always});
     expect_refused(p, "'serial': cannot be fused into 'wide': a serial stage cannot run on 2");
   }
   {
     Pipeline p;
-    p.source(count_to(10)) | stage(identity, {.mode = Mode::parallel, .workers = 2}) |
-        stage(identity, {.name = "unordered", .fuse = Fuse::never}) |
+    p.source(count_to(10)) | stage(unchanged, {.mode = Mode::parallel, .workers = 2}) |
+        stage(unchanged, {.name = "unordered", .fuse = Fuse::never}) |
         sink(discard, {.mode = Mode::serial_in_order, .fuse = Fuse::always});
     expect_refused(p, "would not arrive in order");
   }
   {
     Pipeline p;
     p.source(count_to(10)) |
-        stage(identity,
+        stage(unchanged,
               {.mode = Mode::parallel,
                .workers = 2,
                .dispatch = Dispatch::by_key<std::uint64_t>([](std::uint64_t x) { return x; }),
@@ -257,10 +256,10 @@ TEST(PipelineFusionTest, FusionsThatWouldChangeWhatAStageSeesAreRefused) {
   {
     Pipeline p;
     p.source(count_to(10)) |
-        stage(identity, {.mode = Mode::parallel,
-                         .workers = 2,
-                         .dispatch = Dispatch::broadcast(),
-                         .fuse = Fuse::always}) |
+        stage(unchanged, {.mode = Mode::parallel,
+                          .workers = 2,
+                          .dispatch = Dispatch::broadcast(),
+                          .fuse = Fuse::always}) |
         sink(discard);
     expect_refused(p, "its dispatch decides");
   }

@@ -554,13 +554,12 @@ TEST(PipelineTeeTest, OneBranchAtMostIsFused) {
 
 TEST(PipelineTeeTest, OneFusedBranchPerGroupOfFusedStages) {
   Pipeline p;
-  auto pass = [](std::uint64_t x) { return x; };
   auto inner = conveyor::chain<std::uint64_t>() |
-               stage(pass, {.name = "inner", .fuse = conveyor::Fuse::always}) |
+               stage(unchanged, {.name = "inner", .fuse = conveyor::Fuse::always}) |
                tee(conveyor::chain<std::uint64_t>() |
                        sink(discard, {.name = "nested", .fuse = conveyor::Fuse::always}),
                    conveyor::chain<std::uint64_t>() | sink(discard));
-  p.source(count_to(10)) | stage(pass) |
+  p.source(count_to(10)) | stage(unchanged) |
       tee(std::move(inner), conveyor::chain<std::uint64_t>() | sink(discard));
   expect_rejected(p,
                   "stage 'nested': cannot be fused into 'inner': a branch of an earlier tee is "
