@@ -1,7 +1,8 @@
 // Pipelines against tbb::parallel_pipeline, on the same work in the same binary: a serial_in_order
 // source of integers, a parallel stage, and a serial_in_order sink that sums. The parallel stage
 // does trivial work (the framework's overhead is what is measured) or about 2 us of hashing per
-// item (how close the pipeline gets to two cores' worth against a single-threaded loop).
+// item (how close the pipeline gets to two cores' worth against a single-threaded loop, and against
+// two plain threads splitting the same loop, which is what two cores give here).
 //
 // `machine/core_to_core_round_trip` records context: what one cache line's round trip between two
 // cores costs on this machine at this moment, which every hand-over between workers pays.
@@ -18,6 +19,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -352,6 +354,34 @@ void single_thread_loop(benchmark::State& state, std::uint64_t items) {
   finish(state, items, sum, expected, seconds);
 }
 
+// The same work split over two plain threads, each summing every other item, with nothing handed
+// over between them: what two cores give on this machine at this moment, the ceiling of any
+// two-worker pipeline on the CPU-heavy work (two virtual CPUs do not always give twice one).
+template <std::uint64_t (*Work)(std::uint64_t)>
+void two_threads_loop(benchmark::State& state, std::uint64_t items) {
+  const std::uint64_t expected = expected_sum(items, Work);
+  std::uint64_t sum = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    std::array<std::uint64_t, 2> halves{};
+    const auto start = std::chrono::steady_clock::now();
+    {
+      std::array<std::jthread, 2> threads;
+      for (std::size_t t = 0; t < threads.size(); ++t) {
+        threads[t] = std::jthread([&halves, t, items] {
+          std::uint64_t half = 0;
+          for (std::uint64_t i = t; i < items; i += 2)
+            half += Work(i);
+          halves[t] = half;
+        });
+      }
+    }
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sum = halves[0] + halves[1];
+  }
+  finish(state, items, sum, expected, seconds);
+}
+
 // Context for the ratios, not a comparison: how long a cache line takes to go from one core to
 // another and back, two threads pinned to cores 0 and 1 passing a counter. Every hand-over between
 // workers pays this, and on a virtual machine it may change with where the host puts the virtual
@@ -467,6 +497,8 @@ void register_benchmarks() {
                           std::size_t{1}, std::size_t{1024}));
   timed(RegisterBenchmark("pipeline/cpu_heavy/single_thread", single_thread_loop<heavy_work>,
                           heavy_items));
+  timed(RegisterBenchmark("pipeline/cpu_heavy/two_plain_threads", two_threads_loop<heavy_work>,
+                          heavy_items));
   for (std::size_t tokens : {4U, 16U}) {
     timed(RegisterBenchmark(("pipeline/cpu_heavy/tbb_tokens_" + std::to_string(tokens)).c_str(),
                             tbb_pipeline<heavy_work>, heavy_items, tokens));
@@ -508,6 +540,11 @@ std::vector<Comparison> comparisons() {
        "pipeline/cpu_heavy/single_thread", throughput, 1.8},
       {"CPU-heavy (2 us/item)", "pipeline/cpu_heavy/conveyor", "pipeline/cpu_heavy/tbb_tokens_*",
        throughput, std::nullopt},
+      {"CPU-heavy (2 us/item), two plain threads: what two cores give",
+       "pipeline/cpu_heavy/two_plain_threads", "pipeline/cpu_heavy/single_thread", throughput,
+       std::nullopt},
+      {"CPU-heavy (2 us/item), against two plain threads", "pipeline/cpu_heavy/conveyor",
+       "pipeline/cpu_heavy/two_plain_threads", throughput, std::nullopt},
       {"3 stages, with the exporter scraped 10x/s", "pipeline/3_stages/conveyor_with_exporter",
        "pipeline/3_stages/conveyor", throughput, 0.95},
       {"3 stages batched, with the exporter scraped 10x/s",
