@@ -62,6 +62,7 @@ class HttpConnection final : public StreamConnection,
     // request (its handler queued, its bytes not in the buffer yet) still answers it, and closes.
     if (waiting_ && buffer_.size() == 0 && !(parser_ && parser_->got_some()) &&
         !stream_.has_unread_input()) {
+      closing_ = true;  // a handshake it cuts off is not the client's failure
       stream_.cancel();
     }
   }
@@ -102,7 +103,8 @@ class HttpConnection final : public StreamConnection,
     waiting_ = true;
     arm_idle();
     http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](const error_code& error, std::size_t) {
+                     [self = shared_from_this()](const error_code& error, std::size_t read) {
+                       InputCounters::add(self->owner_.counters_.bytes, read);
                        self->on_request(error);
                      });
   }
@@ -226,7 +228,7 @@ class HttpConnection final : public StreamConnection,
   bool writing_ = false;          // a response, with the idle clock running
   bool draining_ = false;         // the service drains: no keep-alive
   bool ended_ = false;
-  bool closing_ = false;  // closed by the service: the idle timeout, the drain's deadline
+  bool closing_ = false;  // ended by the service: the idle timeout, the drain, its deadline
 };
 
 std::shared_ptr<StreamConnection> HttpInput::connect(tcp::socket socket) {

@@ -332,6 +332,32 @@ TEST(LogIngestServeOps, HttpsIngest) {
   EXPECT_TRUE(Service::eventually([&] {
     return service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}") == 1.0;
   })) << service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}").value_or(-1);
+  // The bytes of the requests it read, the accepted body's among them.
+  EXPECT_GE(service.metric("log_ingest_received_bytes_total{input=\"web\"}").value_or(0),
+            static_cast<double>(body.size()));
+#endif
+  {
+    // Still in its handshake when a reload (new limits) retires the input: the drain ends it, and
+    // that counts as neither a failed handshake nor an idle disconnect.
+    Client cut(port);
+    ASSERT_TRUE(Service::eventually([&] {
+      return service.metric("log_ingest_connections{input=\"web\"}").value_or(0) == 1.0;
+    }));
+    const fs::path file = service.dir() / "serve.yaml";
+    std::string yaml = read_file(file);
+    const std::string limits = "idle_timeout: 2s";
+    ASSERT_NE(yaml.find(limits), std::string::npos);
+    yaml.replace(yaml.find(limits), limits.size(), "idle_timeout: 3s");
+    std::ofstream(file) << yaml;
+    service.child().send_signal(SIGHUP);
+    EXPECT_TRUE(cut.closed_within(20s));
+    ASSERT_TRUE(Service::eventually([&] {
+      return service.log().find("reopened 1") != std::string::npos;
+    })) << service.log();
+  }
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_EQ(service.metric("log_ingest_tls_handshake_failures_total{input=\"web\"}"), 1.0);
+  EXPECT_EQ(service.metric("log_ingest_idle_disconnects_total{input=\"web\"}"), 1.0);
 #endif
   ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
   EXPECT_EQ(accounting(service.log(), "drained").at("written"), 100U);
