@@ -7,16 +7,10 @@
 namespace conveyor::sync {
 
 TaskSequencer::~TaskSequencer() {
-  CONVEYOR_DEBUG_CONTRACT(serving_ == issued_.load(std::memory_order_relaxed),
-                          "TaskSequencer destroyed with operations queued");
-  // Without the check: the coroutines that still wait are destroyed through their executors.
-  for (Slot& slot : slots_) {
-    TurnWait* waiter = std::exchange(slot.waiter, nullptr);
-    if (waiter == nullptr) continue;
-    waiter->ticket_.waiting_ = nullptr;
-    waiter->ticket_.sequencer_ = nullptr;
-    waiter->suspended_.reset();
-  }
+  // In every build: a queued operation's ticket, its stop callback and its waiting frame would
+  // each reach the destroyed sequencer later.
+  CONVEYOR_CONTRACT(serving_ == issued_.load(std::memory_order_relaxed),
+                    "TaskSequencer destroyed with operations queued");
 }
 
 std::size_t TaskSequencer::size() const {

@@ -204,6 +204,47 @@ TEST(TaskSequencer, AbandonedRunLeavesTheQueue) {
   EXPECT_EQ(sequencer.size(), 0U);
 }
 
+// The awaitable is lazy: a run stopped while it is kept unawaited holds up the one behind it, and
+// lets it go as soon as it is awaited (without starting its own operation).
+TEST(TaskSequencer, AStoppedRunLetsThoseBehindItGoOnceItIsAwaited) {
+  conveyor::testing::Watchdog watchdog;
+  asio::io_context io;
+  TaskSequencer sequencer;
+  std::stop_source stop;
+  bool first_started = false;
+  bool second_ran = false;
+  bool aborted = false;
+  auto first = sequencer.run(
+      [&]() -> asio::awaitable<void> {
+        first_started = true;
+        co_return;
+      },
+      stop.get_token());
+  asio::co_spawn(io, sequencer.run([&]() -> asio::awaitable<void> {
+    second_ran = true;
+    co_return;
+  }),
+                 asio::detached);
+  stop.request_stop();
+  io.poll();
+  EXPECT_FALSE(second_ran) << "a run not yet awaited keeps its place";
+  asio::co_spawn(
+      io,
+      [&, first = std::move(first)]() mutable -> asio::awaitable<void> {
+        try {
+          co_await std::move(first);
+        } catch (const boost::system::system_error&) {
+          aborted = true;
+        }
+      },
+      asio::detached);
+  io.run();
+  EXPECT_TRUE(aborted);
+  EXPECT_FALSE(first_started);
+  EXPECT_TRUE(second_ran);
+  EXPECT_EQ(sequencer.size(), 0U);
+}
+
 // Order is the order of the calls, not of the awaits: operations awaited in reverse, with every
 // seventh dropped unawaited, still start in call order (and the queue outgrows its first table).
 TEST(TaskSequencer, CallOrderHoldsWhateverOrderTheyAreAwaitedIn) {
@@ -233,6 +274,18 @@ TEST(TaskSequencer, CallOrderHoldsWhateverOrderTheyAreAwaitedIn) {
   io.run();
   EXPECT_EQ(started, expected);
   EXPECT_EQ(sequencer.size(), 0U);
+}
+
+// In every build: the queued operation would reach the destroyed sequencer later.
+TEST(TaskSequencerDeathTest, DestroyedWithAnOperationQueued) {
+  EXPECT_DEATH(
+      {
+        auto* sequencer = new TaskSequencer;
+        // Never awaited, never dropped: its number stays queued.
+        (void)new auto(sequencer->run([]() -> asio::awaitable<void> { co_return; }));
+        delete sequencer;
+      },
+      "TaskSequencer destroyed with operations queued");
 }
 
 }  // namespace

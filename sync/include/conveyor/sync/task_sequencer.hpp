@@ -15,11 +15,13 @@
 //   beyond its coroutine frames, except when the queue outgrows its table.
 // - Cancellation: `run(fn, stop_token)`. If a stop is requested before the operation's turn, `fn`
 //   is never called, the awaitable throws boost::system::system_error(operation_aborted), and the
-//   operations behind it do not wait for it. A `run` whose awaitable is destroyed without being
-//   awaited (or before its turn) leaves the queue the same way. (Boost 1.74, which Debian ships,
-//   has no Asio cancellation slots; they came in 1.77.)
-// - Destroying the sequencer while operations are queued is a contract violation (checked when
-//   NDEBUG is not defined). Filing a waiting operation, or marking one cancelled or abandoned,
+//   operations behind it do not wait for it. The awaitable is lazy: the token is looked at once it
+//   is awaited, so a stopped run that is kept unawaited holds up those behind it until it is
+//   awaited or destroyed. A `run` whose awaitable is destroyed without being awaited (or before
+//   its turn) leaves the queue. (Boost 1.74, which Debian ships, has no Asio cancellation slots;
+//   they came in 1.77.)
+// - Destroying the sequencer while operations are queued (awaited or not) is a contract violation,
+//   checked in every build. Filing a waiting operation, or marking one cancelled or abandoned,
 //   may grow the table; that happens inside a suspension, a stop callback or a destructor, none
 //   of which can throw, so running out of memory there terminates.
 // Memory ordering: run() takes its number with one relaxed RMW, whose modification order is the
