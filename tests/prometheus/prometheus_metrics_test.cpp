@@ -13,8 +13,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <prometheus/text_serializer.h>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include "conveyor/framework.hpp"
 #include "conveyor/prometheus/metrics_server.hpp"
@@ -273,6 +277,35 @@ TEST(MetricsServerTest, BasicAuthGuardsMetricsButNotHealth) {
   EXPECT_EQ(http_get(server.port(), "/metrics", "Ym9iOmh1bnRlcjI=").status, 200);  // bob:hunter2
   EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(server.port(), "/readyz").status, 200);
+  // The two refusals are counted, with and without credentials.
+  const std::string metrics = http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").body;
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 2\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"405\"} 0\n"),
+            std::string::npos);
+}
+
+// civetweb serves a connection on one of its threads until the connection ends: clients that send
+// nothing hold them for MetricsServer::request_timeout only, and health still answers while every
+// thread holds one (civetweb's own timeout, 30 s, left it waiting that long).
+TEST(MetricsServerTest, SilentClientsHoldNoThreadForLong) {
+  Watchdog watchdog(std::chrono::seconds(120));
+  MetricsServer server({.listen = "127.0.0.1:0"});
+  boost::asio::io_context io;
+  std::vector<boost::asio::ip::tcp::socket> silent;
+  for (int i = 0; i < MetricsServer::server_threads; ++i) {
+    silent.emplace_back(io);
+    silent.back().connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  }
+  EXPECT_EQ(http_get(server.port(), "/healthz", {}, std::chrono::seconds(20)).status, 200);
+  for (auto& socket : silent) {
+    // Disconnected by the server: the read ends (the watchdog guards against it never ending).
+    char byte = 0;
+    boost::system::error_code error;
+    socket.read_some(boost::asio::buffer(&byte, 1), error);
+    EXPECT_TRUE(error);
+  }
 }
 
 // A page an app adds (log-ingest's /summary) answers GET with what its function returns, is
@@ -301,6 +334,13 @@ TEST(MetricsServerTest, PagesAnswerBehindTheSameAuth) {
   const auto page = http_get(server.port(), "/page", "YWxpY2U6c2VjcmV0");  // alice:secret
   EXPECT_EQ(page.status, 400);
   EXPECT_EQ(page.body, "bad");
+  // Each refusal is counted by its status, the page's own 400 too.
+  const std::string metrics = http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").body;
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 3\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"400\"} 1\n"),
+            std::string::npos);
 }
 
 TEST(MetricsServerTest, BadAuthFilesAreErrors) {

@@ -22,6 +22,7 @@
 #include <boost/archive/iterators/transform_width.hpp>
 
 #include "conveyor/prometheus/process_metrics.hpp"
+#include "rejected_requests.hpp"
 
 namespace conveyor::prometheus {
 
@@ -64,7 +65,6 @@ int begin_request(mg_connection* connection) {
   if (request == nullptr || request->local_uri == nullptr) return 0;
   const std::string_view uri = request->local_uri;
   if (uri == "/healthz") return answer(connection, 200, "ok\n");
-  if (uri == "/metrics") return 0;  // the Exposer's
   MetricsServer* server = nullptr;
   {
     std::lock_guard lock(registry_mutex);
@@ -75,17 +75,28 @@ int begin_request(mg_connection* connection) {
     const bool ready = server != nullptr && server->is_ready();
     return ready ? answer(connection, 200, "ready\n") : answer(connection, 503, "not ready\n");
   }
+  const auto unauthorized = [&] {
+    server->rejected(401);
+    return answer(connection, 401, "unauthorized\n", "text/plain; charset=utf-8",
+                  "WWW-Authenticate: Basic realm=\"conveyor\"\r\n");
+  };
+  if (uri == "/metrics" || uri.starts_with("/metrics/")) {
+    // Refused here, where it is counted; the Exposer's own check of the same users stays behind.
+    if (server != nullptr && !server->authorized(mg_get_header(connection, "Authorization"))) {
+      return unauthorized();
+    }
+    return 0;  // the Exposer's
+  }
   const std::function<Page(std::string_view)> page =
       server != nullptr ? server->page(std::string(uri)) : nullptr;
   if (!page) return 0;  // the Exposer answers 404
-  if (!server->authorized(mg_get_header(connection, "Authorization"))) {
-    return answer(connection, 401, "unauthorized\n", "text/plain; charset=utf-8",
-                  "WWW-Authenticate: Basic realm=\"conveyor\"\r\n");
-  }
+  if (!server->authorized(mg_get_header(connection, "Authorization"))) return unauthorized();
   if (std::string_view(request->request_method) != "GET") {
+    server->rejected(405);
     return answer(connection, 405, "GET only\n", "text/plain; charset=utf-8", "Allow: GET\r\n");
   }
   const Page result = page(request->query_string != nullptr ? request->query_string : "");
+  if (result.status >= 400 && result.status < 500) server->rejected(result.status);
   return answer(connection, result.status, result.body, result.content_type);
 }
 
@@ -114,16 +125,29 @@ const CivetCallbacks& callbacks() {
   return instance;
 }
 
-// Compares in time that depends on the lengths only, not on where the texts differ.
-bool same_secret(std::string_view given, std::string_view expected) {
-  unsigned char difference = given.size() == expected.size() ? 0 : 1;
+// Not 0 where the texts differ, in time that depends on the lengths only, not on where they differ.
+unsigned char difference(std::string_view given, std::string_view expected) {
+  unsigned char differs = given.size() == expected.size() ? 0 : 1;
   const std::size_t length = std::max(given.size(), expected.size());
   for (std::size_t i = 0; i < length; ++i) {
     const char a = i < given.size() ? given[i] : '\0';
     const char b = i < expected.size() ? expected[i] : '\0';
-    difference |= static_cast<unsigned char>(a ^ b);
+    differs |= static_cast<unsigned char>(a ^ b);
   }
-  return difference == 0;
+  return differs;
+}
+
+// Every entry's user and password are both compared, and the two differences joined without a
+// branch, so the time does not tell which user matched, nor whether any did.
+bool granted(const std::vector<std::pair<std::string, std::string>>& users, std::string_view user,
+             std::string_view password) {
+  bool any = false;
+  for (const auto& [known_user, known_password] : users) {
+    const unsigned char differs = static_cast<unsigned char>(difference(user, known_user) |
+                                                             difference(password, known_password));
+    any |= differs == 0;
+  }
+  return any;
 }
 
 // Connects to the server's own listening socket and hangs up. civetweb's accepting thread checks
@@ -191,16 +215,20 @@ std::vector<std::pair<std::string, std::string>> read_auth_file(const std::strin
   return users;
 }
 
-MetricsServer::MetricsServer(const MetricsServerOptions& options) {
+MetricsServer::MetricsServer(const MetricsServerOptions& options)
+    : rejected_(std::make_shared<RejectedRequests>()) {
   const ListenAddress address = parse_listen_address(options.listen);
   host_ = address.host;
   const std::string host = host_ == "localhost" ? "127.0.0.1" : host_;
   std::vector<std::pair<std::string, std::string>> users;
   if (!options.auth_file.empty()) users = read_auth_file(options.auth_file);
   try {
+    // civetweb serves each connection on one of its threads until the connection ends; the
+    // timeout bounds how long a client that sends or reads nothing holds one (its default is 30 s).
     exposer_ = std::make_unique<::prometheus::Exposer>(
         std::vector<std::string>{"listening_ports", host + ":" + std::to_string(address.port),
-                                 "num_threads", "2"},
+                                 "num_threads", std::to_string(server_threads),
+                                 "request_timeout_ms", std::to_string(request_timeout.count())},
         &callbacks());
   } catch (const std::exception& error) {
     throw MetricsServerError("metrics: cannot listen on " + options.listen +
@@ -213,16 +241,12 @@ MetricsServer::MetricsServer(const MetricsServerOptions& options) {
   if (!users.empty()) {
     exposer_->RegisterAuth(
         [users = std::move(users)](const std::string& user, const std::string& password) {
-          bool granted = false;
-          for (const auto& [known_user, known_password] : users) {
-            // Every entry is compared, so the time does not tell which user matched.
-            granted |= same_secret(user, known_user) && same_secret(password, known_password);
-          }
-          return granted;
+          return granted(users, user, password);
         },
         "conveyor");
   }
   add(std::make_shared<ProcessMetrics>());
+  add(rejected_);
   std::lock_guard lock(registry_mutex);
   servers_by_port[port_] = this;
 }
@@ -273,10 +297,11 @@ bool MetricsServer::authorized(const char* header) const {
   if (colon == std::string::npos) return false;
   const std::string_view user = std::string_view(credentials).substr(0, colon);
   const std::string_view password = std::string_view(credentials).substr(colon + 1);
-  bool granted = false;
-  for (const auto& [known_user, known_password] : users_)
-    granted |= same_secret(user, known_user) && same_secret(password, known_password);
-  return granted;
+  return granted(users_, user, password);
+}
+
+void MetricsServer::rejected(int status) {
+  rejected_->add(status);
 }
 
 bool MetricsServer::is_ready() const {

@@ -17,9 +17,13 @@
 // Contract: the constructor throws MetricsServerError, with a message that names the cause (the
 // address, the port in use, the auth file), when it cannot serve; nothing aborts. `add` and
 // `set_readiness` and `add_page` may be called at any time from any thread. Requests are served on
-// the server's own threads until it is destroyed; a page's function runs on them.
+// the server's own threads (`server_threads`, one connection each at a time) until it is
+// destroyed; a page's function runs on them. A client that sends or reads nothing for
+// `request_timeout` is disconnected. Refused requests (a 4xx: bad credentials, a method other than
+// GET on a page, a page's own 4xx) are counted in conveyor_metrics_http_rejected_total{code}.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -38,6 +42,8 @@ class Exposer;
 }
 
 namespace conveyor::prometheus {
+
+class RejectedRequests;
 
 class MetricsServerError : public std::runtime_error {
  public:
@@ -84,6 +90,13 @@ class MetricsServer {
   [[nodiscard]] std::function<Page(std::string_view)> page(const std::string& path) const;
   // Whether an Authorization header value grants access (always, without an auth file).
   [[nodiscard]] bool authorized(const char* header) const;
+  // Counts a request refused with `status` (4xx) in conveyor_metrics_http_rejected_total.
+  void rejected(int status);
+
+  // civetweb's threads, each serving one connection at a time, and how long a client that sends or
+  // reads nothing may hold one.
+  static constexpr int server_threads = 8;
+  static constexpr std::chrono::milliseconds request_timeout{5000};
 
  private:
   std::string host_;
@@ -94,6 +107,7 @@ class MetricsServer {
   std::function<bool()> readiness_;
   std::map<std::string, std::function<Page(std::string_view)>, std::less<>> pages_;
   std::vector<std::pair<std::string, std::string>> users_;  // from the auth file
+  std::shared_ptr<RejectedRequests> rejected_;
 };
 
 // Parses HOST:PORT as MetricsServerOptions::listen takes it; throws MetricsServerError.
