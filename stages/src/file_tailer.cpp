@@ -945,7 +945,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
     }
   }
   if (file.position < size) caught_up_ = false;
-  if (!stopped && file.assembler->carried() > 0 &&
+  if (!stopped && (file.assembler->carried() > 0 || file.assembler->skipping()) &&
       now - file.last_growth >= options_.partial_line_timeout) {
     if (!hand_out(file.assembler->flush())) stopped = true;
   }
@@ -970,7 +970,8 @@ void FileTailer::release_idle(Clock::time_point now) {
     switch (file->state) {
       case File::State::detached:
         if (file->fd >= 0 && (file->gzip ? file->complete : file->position >= size_of(file->fd)) &&
-            file->assembler->carried() == 0 && now - file->last_growth >= options_.rotate_wait) {
+            file->assembler->carried() == 0 && !file->assembler->skipping() &&
+            now - file->last_growth >= options_.rotate_wait) {
           struct stat status {};
           file->deleted = ::fstat(file->fd, &status) == 0 && status.st_nlink == 0;
           file->close_read();

@@ -104,7 +104,7 @@ std::optional<Cut> LineAssembler::finish(bool cut_short) {
 }
 
 std::optional<Cut> LineAssembler::flush() {
-  if (skipping_ || carry_.empty()) return std::nullopt;
+  if (!skipping_ && carry_.empty()) return std::nullopt;
   std::optional<Cut> cut = finish(false);
   if (cut && !cut->chunk.text.empty() && cut->chunk.text.back() != '\n') {
     cut->chunk.text.push_back('\n');  // a whole line now; `end` still counts the input's bytes

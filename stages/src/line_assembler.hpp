@@ -15,7 +15,8 @@
 // - `finish(cut_short)` hands out what is carried as a last line (without its newline), at the end
 //   of an input; `cut_short` reports it as an interrupted line instead. `flush()` does the same for
 //   an input that goes on (a tailed file whose last line was left unfinished too long), and the
-//   line's end, when it comes, starts a new line.
+//   line's end, when it comes, starts a new line; an overlong line it is skipping is reported in
+//   `overlong` then.
 //
 // Contract: one thread uses an assembler. Chunks come with `read_ahead_padding` bytes of capacity
 // reserved after their text; `input` is left for the caller to set.

@@ -773,6 +773,43 @@ TEST_F(FileTailerTest, ASkippedLongLineLeavesAnExactOffset) {
   EXPECT_EQ(out.lines.size(), 5U);
 }
 
+// A long last line without its newline is dead-lettered after the timeout, as a short one is
+// handed out: it is not held for ever, and the offset after it is exact.
+TEST_F(FileTailerTest, AnUnfinishedLongLineIsDeadLetteredAfterTheTimeout) {
+  TailOptions limited = options();
+  limited.max_line_bytes = 100;
+  limited.read_bytes = 64;
+  append_lines("a.log", "a-", 0, 10);
+  append("a.log", std::string(1000, 'x'));  // no newline
+  FileTailer tailer(limited, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  EXPECT_TRUE(out.each_once("a-", 0, 10));
+  EXPECT_EQ(out.overlong, 0U);  // it may still end
+  now = settle(tailer, out, now + 2s);
+  EXPECT_EQ(out.overlong, 1U);
+  out.release();
+  EXPECT_EQ(offset_of(tailer.checkpoint(), path("a.log")), fs::file_size(path("a.log")));
+}
+
+// The same line in a file renamed away: the file is not let go before the line is dead-lettered.
+TEST_F(FileTailerTest, ARotatedFileIsNotLetGoWithAnUnfinishedLongLine) {
+  TailOptions limited = options();
+  limited.max_line_bytes = 100;
+  limited.read_bytes = 64;
+  append_lines("a.log", "a-", 0, 10);
+  append("a.log", std::string(1000, 'x'));
+  FileTailer tailer(limited, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::rename(path("a.log"), path("a.log.1"));  // out of the glob
+  now = settle(tailer, out, now);
+  for (int step = 0; step < 4; ++step)
+    now = settle(tailer, out, now + 1s);  // past partial_line_timeout and rotate_wait
+  EXPECT_TRUE(out.each_once("a-", 0, 10));
+  EXPECT_EQ(out.overlong, 1U);
+}
+
 // A long line that one read holds whole is not cut out by the tailer: its chunks carry the limit,
 // for the parse stage to reject it as it rejects those cut across reads.
 TEST_F(FileTailerTest, ItsChunksCarryTheLineLimitForTheLinesAReadHoldsWhole) {
