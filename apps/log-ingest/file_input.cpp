@@ -252,9 +252,12 @@ void FileInput::follow() {
                  config_.name.c_str(), checkpoint.path().c_str(), loaded.problem.c_str());
   }
   const FileConfig& file = config_.file;
+  // read_from is for the first start only: after a restart (or a checkpoint set aside), a file the
+  // checkpoint does not know appeared while the input was away, and is read from its beginning.
+  const bool first_start = loaded.status == stages::CheckpointLoad::Status::missing;
   stages::FileTailer tailer({.include = file.include,
                              .exclude = file.exclude,
-                             .start_at_end = file.read_from_end,
+                             .start_at_end = file.read_from_end && first_start,
                              .glob_interval = file.glob_interval,
                              .rotate_wait = file.rotate_wait,
                              .partial_line_timeout = file.partial_line_timeout,

@@ -302,25 +302,70 @@ TEST(LogIngestFile, ChaosWithSigtermLosesAndRepeatsNoLine) {
 
 // A damaged checkpoint (an out-of-memory kill can leave it empty) is reported and set aside, and
 // the service starts: every file from its beginning, so nothing is lost.
+// With read_from: end too, which is for the first start only.
 TEST(LogIngestFile, ADamagedCheckpointIsSetAsideAndTheServiceStarts) {
+  conveyor::testing::Watchdog watchdog(120s);
+  for (const std::string read_from : {"beginning", "end"}) {
+    const TailSetup setup(
+        "corrupt-" + read_from,
+        "  - {name: app, type: file, include: [\"LOGS/*.log\"], read_from: " + read_from + "}\n");
+    {
+      std::ofstream out(setup.logs() / "a.log");
+      for (int i = 0; i < 100; ++i)
+        out << line_for(0, static_cast<std::uint64_t>(i));
+    }
+    fs::create_directories(setup.dir() / "state");
+    std::ofstream(setup.dir() / "state" / "app.checkpoint") << "";  // empty
+    auto child = setup.start(0);
+    for (int i = 0; i < 100 && paths_written(setup.dir() / "records.jsonl").size() < 100; ++i)
+      std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+    EXPECT_NE(setup.logs_of_run(0).find("is unusable: it is empty"), std::string::npos)
+        << setup.logs_of_run(0);
+    EXPECT_TRUE(fs::exists(setup.dir() / "state" / "app.checkpoint.corrupt"));
+    EXPECT_EQ(paths_written(setup.dir() / "records.jsonl").size(), 100U) << read_from;
+    EXPECT_NE(read_file(setup.dir() / "state" / "app.checkpoint").find("a.log"), std::string::npos);
+  }
+}
+
+// read_from: end skips what the first start finds; after a restart, a file that appeared while
+// the service was down (logrotate's new file, say) is read from its beginning.
+TEST(LogIngestFile, AFileThatAppearedWhileTheServiceWasDownIsReadWhole) {
   conveyor::testing::Watchdog watchdog(60s);
-  const TailSetup setup("corrupt", "  - {name: app, type: file, include: [\"LOGS/*.log\"]}\n");
+  const TailSetup setup("appeared",
+                        "  - {name: app, type: file, include: [\"LOGS/*.log\"], read_from: end, "
+                        "checkpoint_interval: 50ms}\n");
   {
     std::ofstream out(setup.logs() / "a.log");
     for (int i = 0; i < 100; ++i)
       out << line_for(0, static_cast<std::uint64_t>(i));
   }
-  fs::create_directories(setup.dir() / "state");
-  std::ofstream(setup.dir() / "state" / "app.checkpoint") << "";  // empty
-  auto child = setup.start(0);
-  for (int i = 0; i < 100 && paths_written(setup.dir() / "records.jsonl").size() < 100; ++i)
+  auto first = setup.start(0);
+  const fs::path checkpoint = setup.dir() / "state" / "app.checkpoint";
+  for (int i = 0; i < 100 && read_file(checkpoint).find("a.log") == std::string::npos; ++i)
     std::this_thread::sleep_for(50ms);
-  ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
-  EXPECT_NE(setup.logs_of_run(0).find("is unusable: it is empty"), std::string::npos)
-      << setup.logs_of_run(0);
-  EXPECT_TRUE(fs::exists(setup.dir() / "state" / "app.checkpoint.corrupt"));
-  EXPECT_EQ(paths_written(setup.dir() / "records.jsonl").size(), 100U);
-  EXPECT_NE(read_file(setup.dir() / "state" / "app.checkpoint").find("a.log"), std::string::npos);
+  ASSERT_EQ(first->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+  ASSERT_NE(read_file(checkpoint).find("a.log"), std::string::npos) << setup.logs_of_run(0);
+  {
+    std::ofstream out(setup.logs() / "b.log");
+    for (int i = 0; i < 50; ++i)
+      out << line_for(1, static_cast<std::uint64_t>(i));
+  }
+  {
+    std::ofstream out(setup.logs() / "a.log", std::ios::app);
+    for (int i = 100; i < 110; ++i)
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  auto second = setup.start(1);
+  for (int i = 0; i < 100 && paths_written(setup.dir() / "records.jsonl").size() < 60; ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(second->stop(SIGTERM, 60s), 0) << setup.logs_of_run(1);
+  const auto written = paths_written(setup.dir() / "records.jsonl");
+  EXPECT_EQ(written.size(), 60U);
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(written.count("/f1/" + std::to_string(i)), 1U) << i;
+  for (int i = 100; i < 110; ++i)
+    EXPECT_EQ(written.count("/f0/" + std::to_string(i)), 1U) << i;
 }
 
 // A checkpoint save that fails (here, a directory stands where its temporary file goes) is
