@@ -220,6 +220,12 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
                 if (key == "name") {
                   input.name = reader.scalar(value, what);
                   if (input.name.empty()) reader.fail(value.Mark(), what + " must not be empty");
+                  // It names the input's checkpoint file in state_dir: one file of its own there.
+                  if (input.name == "." || input.name == ".." ||
+                      input.name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+                    reader.fail(value.Mark(), what + " must not hold '/' or be '.' or '..', not '" +
+                                                  input.name + "'");
+                  }
                 } else if (key == "type") {
                   const std::string text = reader.scalar(value, what);
                   const std::optional<InputType> type = parse_input_type(text);

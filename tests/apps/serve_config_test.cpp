@@ -110,6 +110,13 @@ TEST(ServeConfig, TwoInputsCannotShareAName) {
   EXPECT_NE(error_of("inputs:\n  - {type: stdin, name: a}\n  - {type: stdin, name: b}\n")
                 .find("stdin can be read only once"),
             std::string::npos);
+  // A name is a file input's checkpoint file name: one of its own in state_dir.
+  for (const char* name : {"a/b", "/a", ".", ".."}) {
+    EXPECT_NE(error_of(std::string("inputs:\n  - {type: stdin, name: \"") + name + "\"}\n")
+                  .find("must not hold '/' or be '.' or '..'"),
+              std::string::npos)
+        << name;
+  }
 }
 
 }  // namespace
