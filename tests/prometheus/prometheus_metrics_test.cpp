@@ -331,12 +331,13 @@ TEST(MetricsServerTest, PagesAnswerBehindTheSameAuth) {
   EXPECT_EQ(http_get(server.port(), "/page").status, 401);
   EXPECT_EQ(http_get(server.port(), "/page", "YWxpY2U6d3Jvbmc=").status, 401);  // alice:wrong
   EXPECT_EQ(http_get(server.port(), "/page", "not base64!").status, 401);
+  EXPECT_EQ(http_get(server.port(), "/page", "YWxpY").status, 401);        // no base64 is 5 long
   const auto page = http_get(server.port(), "/page", "YWxpY2U6c2VjcmV0");  // alice:secret
   EXPECT_EQ(page.status, 400);
   EXPECT_EQ(page.body, "bad");
   // Each refusal is counted by its status, the page's own 400 too.
   const std::string metrics = http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").body;
-  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 3\n"),
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 4\n"),
             std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"400\"} 1\n"),

@@ -107,6 +107,8 @@ std::string basic_credentials(const char* header) {
   std::string encoded(header + scheme.size());
   while (!encoded.empty() && (encoded.back() == '=' || encoded.back() == ' '))
     encoded.pop_back();
+  // No base64 text is this long, and the decoder would read past its end for the last character.
+  if (encoded.size() % 4 == 1) return {};
   using Decoder = boost::archive::iterators::transform_width<
       boost::archive::iterators::binary_from_base64<std::string::const_iterator>, 8, 6>;
   try {
