@@ -1,6 +1,7 @@
 // OutputFile: appending, flushing, fsyncing and rotating one output.
 #include "output_file.hpp"
 
+#include <stdio_ext.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -69,56 +70,76 @@ bool OutputFile::open() {
   if (file_ == nullptr) return false;
   struct stat status {};
   size_ = ::fstat(::fileno(file_), &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
+  flushed_size_ = size_;
   opened_at_ = Clock::now();
   flushed_at_ = opened_at_;
   started_ = std::chrono::system_clock::now();
   return true;
 }
 
-bool OutputFile::flush() {
-  if (file_ == nullptr) return true;
-  bool good = std::fflush(file_) == 0;
-  if (policy_.fsync && file_ != stdout) good = sync_file(file_) && good;
+OutputResult OutputFile::flush() {
+  if (file_ == nullptr) return {};
+  const bool flushed = std::fflush(file_) == 0;
+  if (!flushed || (policy_.fsync && file_ != stdout && !sync_file(file_))) return discard();
+  OutputResult result{.written = unflushed_};
   unflushed_ = 0;
+  flushed_size_ = size_;
   flushed_at_ = Clock::now();
-  return good;
+  return result;
 }
 
-bool OutputFile::write(std::string_view text, std::uint64_t records) {
-  if (text.empty() || !enabled()) return true;
-  if (file_ == nullptr && !open()) return false;  // an open that failed before: try again
-  bool good = std::fwrite(text.data(), 1, text.size(), file_) == text.size();
+OutputResult OutputFile::discard() {
+  OutputResult result{.lost = unflushed_, .failed = true};
+  ::__fpurge(file_);
   std::clearerr(file_);
+  if (file_ != stdout) {
+    // Whatever reached the file since the last good flush, a record cut short among it.
+    (void)::ftruncate(::fileno(file_), static_cast<off_t>(flushed_size_));
+  }
+  size_ = flushed_size_;
+  unflushed_ = 0;
+  flushed_at_ = Clock::now();
+  return result;
+}
+
+OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
+  if (!enabled()) return {.written = records};
+  if (text.empty()) return {};
+  // An open that failed before: try again.
+  if (file_ == nullptr && !open()) return {.lost = records, .failed = true};
+  const bool whole = std::fwrite(text.data(), 1, text.size(), file_) == text.size();
   size_ += text.size();
   unflushed_ += records;
+  if (!whole) return discard();
   const bool by_records = policy_.flush_records != 0 && unflushed_ >= policy_.flush_records;
   const bool by_time =
       policy_.flush_interval.count() != 0 && Clock::now() - flushed_at_ >= policy_.flush_interval;
   const bool each_write = policy_.flush_records == 0 && policy_.flush_interval.count() == 0;
-  if (each_write || by_records || by_time) good = flush() && good;
-  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) good = rotate() && good;
-  return good;
+  OutputResult result;
+  if (each_write || by_records || by_time) result = flush();
+  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  return result;
 }
 
-bool OutputFile::tick() {
-  if (file_ == nullptr) return true;
-  bool good = true;
+OutputResult OutputFile::tick() {
+  if (file_ == nullptr) return {};
+  OutputResult result;
   const Clock::time_point now = Clock::now();
   if (policy_.flush_interval.count() != 0 && unflushed_ != 0 &&
       now - flushed_at_ >= policy_.flush_interval) {
-    good = flush();
+    result = flush();
   }
   if (policy_.rotate_interval.count() != 0 && size_ != 0 &&
       now - opened_at_ >= policy_.rotate_interval) {
-    good = rotate() && good;
+    result += rotate();
   }
-  return good;
+  return result;
 }
 
-bool OutputFile::rotate() {
-  if (file_ == nullptr || file_ == stdout || size_ == 0) return true;
-  bool good = flush();
-  good = std::fclose(file_) == 0 && good;
+OutputResult OutputFile::rotate() {
+  if (file_ == nullptr || file_ == stdout || size_ == 0) return {};
+  OutputResult result = flush();
+  if (std::fclose(file_) != 0) result.failed = true;
   file_ = nullptr;
   const fs::path path(path_);
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -126,12 +147,13 @@ bool OutputFile::rotate() {
     std::error_code error;
     if (fs::exists(target, error)) continue;
     fs::rename(path, target, error);
-    good = !error && good;
+    if (error) result.failed = true;
     break;
   }
   ++rotations_;
   prune();
-  return open() && good;
+  if (!open()) result.failed = true;
+  return result;
 }
 
 void OutputFile::prune() const {
@@ -155,23 +177,24 @@ void OutputFile::prune() const {
     fs::remove(rotated[i], error);
 }
 
-bool OutputFile::reopen() {
-  if (file_ == nullptr || file_ == stdout) return true;
-  bool good = flush();
-  good = std::fclose(file_) == 0 && good;
+OutputResult OutputFile::reopen() {
+  if (file_ == nullptr || file_ == stdout) return {};
+  OutputResult result = flush();
+  if (std::fclose(file_) != 0) result.failed = true;
   file_ = nullptr;
-  return open() && good;
+  if (!open()) result.failed = true;
+  return result;
 }
 
-bool OutputFile::close() {
-  if (file_ == nullptr) return true;
-  bool good = flush();
+OutputResult OutputFile::close() {
+  if (file_ == nullptr) return {};
+  OutputResult result = flush();
   if (file_ != stdout) {
-    good = sync_file(file_) && good;
-    good = std::fclose(file_) == 0 && good;
+    if (!sync_file(file_)) result.failed = true;
+    if (std::fclose(file_) != 0) result.failed = true;
   }
   file_ = nullptr;
-  return good;
+  return result;
 }
 
 }  // namespace conveyor::log_ingest

@@ -12,6 +12,11 @@
 //   renamed `STEM-%Y%m%dT%H%M%S.EXT` after the time (UTC) it was started, a new one is started,
 //   and rotated files beyond the `keep` newest are deleted. An empty file is not rotated.
 // - `reopen` closes the file and opens its path again (logrotate's create mode).
+// - Each call says what became of the records (OutputResult): written once a flush (and fsync)
+//   covering them succeeded; lost when a write, flush or fsync failed, in which case everything
+//   since the last good flush is taken out again (the stream's buffer dropped, a regular file
+//   truncated back to its size then), so that no half record stays and the next record starts a
+//   line. A pipe or stdout cannot be truncated: a record cut short there stays cut.
 //
 // Contract: not thread-safe; the caller serialises (ServeOutputs holds a mutex). An open that
 // fails leaves no file, and each write tries again; the constructor throws std::runtime_error
@@ -29,6 +34,22 @@
 
 namespace conveyor::log_ingest {
 
+// What one call did: records flushed into the file, records lost to a failure, and whether
+// anything failed (a loss, or a rotation or reopen that did not work; the file is tried again).
+struct OutputResult {
+  std::uint64_t written = 0;
+  std::uint64_t lost = 0;
+  bool failed = false;
+
+  OutputResult& operator+=(const OutputResult& other) {
+    written += other.written;
+    lost += other.lost;
+    failed = failed || other.failed;
+    return *this;
+  }
+  explicit operator bool() const noexcept { return !failed; }
+};
+
 class OutputFile {
  public:
   OutputFile(std::string path, const OutputPolicy& policy);
@@ -40,13 +61,13 @@ class OutputFile {
   [[nodiscard]] bool enabled() const noexcept { return !path_.empty(); }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
-  // Appends `text`, which holds `records` records; false if any of it failed.
-  bool write(std::string_view text, std::uint64_t records);
-  // The flush and rotation that time makes due; false if one failed.
-  bool tick();
-  bool reopen();
-  // Flushes, fsyncs and closes (stdout is flushed, not closed); false if one failed.
-  bool close();
+  // Appends `text`, which holds `records` records (to "none": written at once).
+  OutputResult write(std::string_view text, std::uint64_t records);
+  // The flush and rotation that time makes due.
+  OutputResult tick();
+  OutputResult reopen();
+  // Flushes, fsyncs and closes (stdout is flushed, not closed).
+  OutputResult close();
 
   [[nodiscard]] std::uint64_t rotations() const noexcept { return rotations_; }
   // Whether everything written so far was flushed (and fsynced, with that policy).
@@ -56,14 +77,17 @@ class OutputFile {
   using Clock = std::chrono::steady_clock;
 
   bool open();
-  bool flush();
-  bool rotate();
+  OutputResult flush();
+  // After a failed write or flush: what was written since the last good flush is taken out.
+  OutputResult discard();
+  OutputResult rotate();
   void prune() const;
 
   std::string path_;
   OutputPolicy policy_;
   std::FILE* file_ = nullptr;
   std::uint64_t size_ = 0;          // bytes in the file now
+  std::uint64_t flushed_size_ = 0;  // bytes in it at the last good flush (or at its opening)
   std::uint64_t unflushed_ = 0;     // records written since the last flush
   Clock::time_point flushed_at_{};  // the last flush
   Clock::time_point opened_at_{};   // when this file was started (for rotation by time)

@@ -13,40 +13,31 @@ void add(std::atomic<std::uint64_t>& counter, std::uint64_t count) {
 
 void ServeOutputs::reopen_if_asked() {
   if (!reopen_.exchange(false, std::memory_order_relaxed)) return;
-  if (!records_.reopen()) add(accounting.record_errors, 1);
-  if (!dead_letters_.reopen()) add(accounting.dead_letter_errors, 1);
+  account(records_.reopen(), dead_letters_.reopen());
 }
 
-void ServeOutputs::settle_if_flushed() {
+void ServeOutputs::account(const OutputResult& records, const OutputResult& dead_letters) {
+  add(accounting.written, records.written);
+  add(accounting.rejected, dead_letters.written);
+  add(accounting.lost_on_output, records.lost + dead_letters.lost);
+  if (records.failed) add(accounting.record_errors, 1);
+  if (dead_letters.failed) add(accounting.dead_letter_errors, 1);
+  if (records.lost != 0 || dead_letters.lost != 0) {
+    for (AckToken& token : unflushed_)
+      token.fail();  // some of their lines are not in the output: read them again
+    unflushed_.clear();
+  }
   if (records_.flushed() && dead_letters_.flushed()) unflushed_.clear();
 }
 
 void ServeOutputs::write(const stages::Batch& batch) {
   std::lock_guard lock(mutex_);
   reopen_if_asked();
-  bool good = true;
-  if (records_.write(batch.output, batch.counts.records)) {
-    add(accounting.written, batch.counts.records);
-  } else {
-    good = false;
-    add(accounting.record_errors, 1);
-    add(accounting.lost_on_output, batch.counts.records);
-  }
-  if (!dead_letters_.write(batch.dead_letters, batch.counts.rejected)) {
-    good = false;
-    add(accounting.dead_letter_errors, 1);
-  }
-  add(accounting.rejected, batch.counts.rejected);
+  if (!batch.ack.empty()) unflushed_.push_back(batch.ack);  // settled by account()
+  const OutputResult records = records_.write(batch.output, batch.counts.records);
+  const OutputResult dead_letters = dead_letters_.write(batch.dead_letters, batch.counts.rejected);
   add(accounting.filtered, batch.counts.filtered);
-  if (!batch.ack.empty()) {
-    AckToken token = batch.ack;
-    if (!good) {
-      token.fail();
-    } else if (!records_.flushed() || !dead_letters_.flushed()) {
-      unflushed_.push_back(std::move(token));
-    }
-  }
-  settle_if_flushed();
+  account(records, dead_letters);
 }
 
 void ServeOutputs::tick() {
@@ -55,16 +46,7 @@ void ServeOutputs::tick() {
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   reopen_if_asked();
-  const bool records_ticked = records_.tick();
-  const bool dead_letters_ticked = dead_letters_.tick();
-  if (!records_ticked) add(accounting.record_errors, 1);
-  if (!dead_letters_ticked) add(accounting.dead_letter_errors, 1);
-  if (!records_ticked || !dead_letters_ticked) {
-    for (AckToken& token : unflushed_)
-      token.fail();  // a flush that failed: not known to be written
-    unflushed_.clear();
-  }
-  settle_if_flushed();
+  account(records_.tick(), dead_letters_.tick());
 }
 
 void ServeOutputs::reopen() {
@@ -74,8 +56,10 @@ void ServeOutputs::reopen() {
 
 bool ServeOutputs::close() {
   std::lock_guard lock(mutex_);
-  const bool records_closed = records_.close();
-  const bool closed = dead_letters_.close() && records_closed;
+  const OutputResult records = records_.close();
+  const OutputResult dead_letters = dead_letters_.close();
+  account(records, dead_letters);
+  const bool closed = !records.failed && !dead_letters.failed;
   for (AckToken& token : unflushed_) {
     if (!closed) token.fail();
   }

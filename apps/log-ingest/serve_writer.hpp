@@ -1,7 +1,9 @@
 // ServeWriter: the last stage of `log-ingest serve`: writes each batch's records and dead letters
 // to their outputs (OutputFile: flushed, fsynced and rotated as configured), and keeps the
-// service's accounting. A write that fails is counted (`log_ingest_output_errors_total{output}`)
-// and the service goes on; the records of that batch count as lost on output.
+// service's accounting. Records count as written once flushed. A write or flush that fails is
+// counted (`log_ingest_output_errors_total{output}`) and the service goes on; the records and
+// dead letters it took out of the file (all since that file's last good flush) count as lost on
+// output.
 //
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
@@ -29,10 +31,10 @@
 namespace conveyor::log_ingest {
 
 struct Accounting {
-  std::atomic<std::uint64_t> written{0};         // records written
-  std::atomic<std::uint64_t> rejected{0};        // messages dead-lettered
+  std::atomic<std::uint64_t> written{0};         // records written (flushed)
+  std::atomic<std::uint64_t> rejected{0};        // messages dead-lettered (flushed)
   std::atomic<std::uint64_t> filtered{0};        // records the filter left out
-  std::atomic<std::uint64_t> lost_on_output{0};  // records of batches whose write failed
+  std::atomic<std::uint64_t> lost_on_output{0};  // records and dead letters a failure took out
   std::atomic<std::uint64_t> record_errors{0};   // failed writes of the records file
   std::atomic<std::uint64_t> dead_letter_errors{0};
 };
@@ -61,7 +63,9 @@ class ServeOutputs {
 
  private:
   void reopen_if_asked();
-  void settle_if_flushed();
+  // Counts what the two files did, and settles the tokens: failed, when some lines were lost;
+  // done, once both files are flushed.
+  void account(const OutputResult& records, const OutputResult& dead_letters);
 
   std::mutex mutex_;                 // guards the files and the tokens
   std::vector<AckToken> unflushed_;  // of batches written, not flushed yet

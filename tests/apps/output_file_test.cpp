@@ -1,9 +1,11 @@
 // serve's OutputFile: flush policies, rotation by size and by time, keeping N rotated files,
-// reopening, and a path that cannot be written.
+// reopening, a path that cannot be written, and writes and flushes that fail part-way.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -18,6 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using conveyor::log_ingest::OutputFile;
+using conveyor::log_ingest::OutputResult;
 using namespace std::chrono_literals;
 
 class OutputFileTest : public ::testing::Test {
@@ -122,6 +125,64 @@ TEST_F(OutputFileTest, AppendsAndCountsWhatIsThere) {
   OutputFile file(path(), {.rotate_bytes = 15});
   ASSERT_TRUE(file.write("abcde\n", 1));  // 11 + 6 bytes: over the size
   EXPECT_EQ(file.rotations(), 1U);
+}
+
+// While it lives, files may grow to `bytes` only: a write beyond fails (EFBIG), as one on a full
+// disk fails (ENOSPC), after what fits has been written.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) : ignored_(std::signal(SIGXFSZ, SIG_IGN)) {
+    ::getrlimit(RLIMIT_FSIZE, &before_);
+    const rlimit limit{bytes, before_.rlim_max};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &before_);
+    std::signal(SIGXFSZ, ignored_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  void (*ignored_)(int);
+  rlimit before_{};
+};
+
+// A write cut short leaves no half record: what reached the file is taken out, its records count
+// as lost, and the next record starts a line of its own.
+TEST_F(OutputFileTest, AWriteCutShortIsTakenOutAndItsRecordsCountAsLost) {
+  OutputFile file(path(), {});
+  const std::string a = std::string(99, 'a') + "\n";
+  ASSERT_EQ(file.write(a, 1).written, 1U);
+  {
+    FileSizeLimit limit(250);
+    const OutputResult cut = file.write(std::string(299, 'b') + "\n", 3);  // 150 bytes fit
+    EXPECT_TRUE(cut.failed);
+    EXPECT_EQ(cut.lost, 3U);
+    EXPECT_EQ(cut.written, 0U);
+  }
+  EXPECT_EQ(read(path()), a);
+  const OutputResult next = file.write("c\n", 1);
+  EXPECT_EQ(next.written, 1U);
+  EXPECT_EQ(read(path()), a + "c\n");
+}
+
+// Records held in the stream's buffer count as written only once a flush covers them: a flush that
+// fails loses them with the rest, and they are not in the file.
+TEST_F(OutputFileTest, RecordsBufferedBeforeAFailedFlushAreLostNotWritten) {
+  OutputFile file(path(), {.flush_records = 10});
+  EXPECT_EQ(file.write(std::string(99, 'a') + "\n", 5).written, 0U);  // buffered
+  {
+    FileSizeLimit limit(150);
+    const OutputResult failed = file.write(std::string(99, 'b') + "\n", 5);  // the flush is due
+    EXPECT_TRUE(failed.failed);
+    EXPECT_EQ(failed.lost, 10U);
+    EXPECT_EQ(failed.written, 0U);
+  }
+  EXPECT_TRUE(file.flushed());
+  EXPECT_EQ(read(path()), "");
+  EXPECT_EQ(file.write("c\n", 10).written, 10U);
+  EXPECT_EQ(read(path()), "c\n");
 }
 
 TEST_F(OutputFileTest, NoneAndAnUnwritablePath) {
