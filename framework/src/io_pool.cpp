@@ -12,13 +12,20 @@ IoPool::IoPool(std::size_t threads)
       work_(context_.get_executor()) {
   const std::size_t count = std::max<std::size_t>(1, threads);
   threads_.reserve(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    threads_.emplace_back([this, i] {
-      // The thread's name in top -H, gdb and perf.
-      const std::string name = "io/" + std::to_string(i);
-      pthread_setname_np(pthread_self(), name.c_str());
-      context_.run();
-    });
+  try {
+    for (std::size_t i = 0; i < count; ++i) {
+      threads_.emplace_back([this, i] {
+        // The thread's name in top -H, gdb and perf.
+        const std::string name = "io/" + std::to_string(i);
+        pthread_setname_np(pthread_self(), name.c_str());
+        context_.run();
+      });
+    }
+  } catch (...) {
+    // A thread that could not be made: the ones made already end before the error goes on
+    // (a joinable std::thread destroyed would end the program).
+    finish();
+    throw;
   }
 }
 
