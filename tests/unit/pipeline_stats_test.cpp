@@ -144,6 +144,30 @@ TEST(PipelineStatsTest, StatsMayBeReadWhileThePipelineRuns) {
   EXPECT_EQ(p.stats().stages[2].items_in, 200'000U);
 }
 
+// A worker that waits for items while its output is full (it pushes what it holds before it
+// sleeps) counts that time once, as time blocked pushing: its two blocked times add up to no more
+// than the run took.
+TEST(PipelineStatsTest, TimeBlockedPushingBeforeASleepIsNotCountedAgain) {
+  Watchdog watchdog;
+  Pipeline p;
+  p.source([next = std::uint64_t{0}]() mutable -> std::optional<std::uint64_t> {
+    if (next == 60) return std::nullopt;
+    std::this_thread::sleep_for(4ms);
+    return next++;
+  }) | stage(unchanged, {.name = "middle"}) |
+      sink([](std::uint64_t) { std::this_thread::sleep_for(5ms); },
+           {.channel = Channel::queue(1), .batch = 4});
+  p.run();
+  const PipelineStats stats = p.stats();
+  const auto* middle = stats.stage("middle");
+  ASSERT_NE(middle, nullptr);
+  EXPECT_GT(middle->blocked_push_seconds, 0.05);
+  EXPECT_LE(middle->blocked_push_seconds + middle->blocked_pop_seconds,
+            stats.elapsed_seconds * 1.05)
+      << "push " << middle->blocked_push_seconds << " s, pop " << middle->blocked_pop_seconds
+      << " s, elapsed " << stats.elapsed_seconds << " s";
+}
+
 TEST(PipelineStatsTest, TrackedResourcesAppearInTheStats) {
   Watchdog watchdog;
   conveyor::Shared<std::uint64_t> total("total", {"add", "read"});

@@ -32,12 +32,12 @@ class WorkerContext {
 
   // Waits until `ready()` holds; false if the pipeline was cancelled first. Calls `before_sleep()`
   // (which may push parcels and so wait itself), delivers the wake-ups this worker owes, then
-  // waits on its doorbell (sync::Waiter, with the bounded park). The time from the first failed
-  // check to the return is added to `blocked`.
+  // waits on its doorbell (sync::Waiter, with the bounded park). The time from the end of
+  // `before_sleep()` to the return is added to `blocked` (a wait inside it counts for itself).
   template <class Ready, class BeforeSleep>
   bool wait(WaitReason reason, Ready&& ready, BeforeSleep&& before_sleep, RelaxedCounter& blocked) {
-    const std::uint64_t started = sync::detail::ticks();
     before_sleep();
+    const std::uint64_t started = sync::detail::ticks();
     // Consumers left asleep by this worker's pushes must not wait for it to wake again.
     if (owed_ != nullptr) owed_->deliver();
     const bool result = waiter_.wait(
