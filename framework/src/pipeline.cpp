@@ -278,10 +278,12 @@ void Pipeline::plan() {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     detail::NodeBase& node = *nodes_[i];
     if (node.name().empty()) {
-      node.set_name(node.role() == Role::source
-                        ? sources > 1 ? "source-" + std::to_string(i) : std::string("source")
-                    : node.role() == Role::sink ? "sink"
-                                                : "stage-" + std::to_string(i));
+      std::string name = node.role() == Role::source
+                             ? sources > 1 ? "source-" + std::to_string(i) : std::string("source")
+                         : node.role() == Role::sink ? "sink"
+                                                     : "stage-" + std::to_string(i);
+      const std::lock_guard lock(names_mutex_);
+      node.set_name(std::move(name));
     }
     std::size_t workers = 1;
     if (node.mode() == Mode::parallel) {
@@ -786,7 +788,10 @@ PipelineStats Pipeline::stats() const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     const detail::NodeBase& node = *nodes_[i];
     StageStats stage;
-    stage.name = node.name();
+    {
+      const std::lock_guard lock(names_mutex_);
+      stage.name = node.name();
+    }
     stage.mode = node.mode();
     if (started) {
       stage.workers = node.workers();

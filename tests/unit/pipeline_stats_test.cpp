@@ -144,6 +144,25 @@ TEST(PipelineStatsTest, StatsMayBeReadWhileThePipelineRuns) {
   EXPECT_EQ(p.stats().stages[2].items_in, 200'000U);
 }
 
+// stats() from another thread while start() names the stages left unnamed (ThreadSanitizer
+// reports a race between the two).
+TEST(PipelineStatsTest, StatsMayBeReadWhileThePipelineStarts) {
+  Watchdog watchdog;
+  for (int round = 0; round < 20; ++round) {
+    Pipeline p;
+    p.source(count_to(100)) | stage(unchanged) | sink(discard);
+    std::atomic<bool> done{false};
+    std::thread reader([&] {
+      while (!done.load(std::memory_order_acquire))
+        (void)p.stats();
+    });
+    p.run();
+    done.store(true, std::memory_order_release);
+    reader.join();
+    EXPECT_EQ(p.stats().stages[1].name, "stage-1");
+  }
+}
+
 // A worker that waits for items while its output is full (it pushes what it holds before it
 // sleeps) counts that time once, as time blocked pushing: its two blocked times add up to no more
 // than the run took.

@@ -266,6 +266,8 @@ class Pipeline {
   std::vector<std::weak_ptr<AckLedger>> ledgers_;  // fail_on_cancel
   mutable std::mutex resources_mutex_;
   std::vector<std::function<ResourceStats()>> resources_;
+  // The stages' names, which start() fills in for those left unnamed while stats() may read them.
+  mutable std::mutex names_mutex_;
 };
 
 namespace detail {
