@@ -108,12 +108,47 @@ stages::OutputFile open_output(const Destination& where) {
 void close_output(stages::OutputFile& output) {
   if (output.file == nullptr) return;
   if (output.file == stdout) {
-    std::fflush(stdout);
+    // What stdio still held goes out now: a pipe closed or a full device shows here.
+    const bool flushed = std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
+    output.file = nullptr;
+    if (!flushed) throw std::runtime_error("cannot finish writing to stdout");
   } else if (std::fclose(output.file) != 0) {
     output.file = nullptr;
     throw std::runtime_error("cannot finish writing '" + output.name + "'");
   }
   output.file = nullptr;
+}
+
+// Whether two paths name one file: the same file if both exist, else the same path.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
+  return fs::weakly_canonical(a, error) == fs::weakly_canonical(b, error);
+}
+
+// The reason the outputs cannot be opened as given (each is emptied when it is opened), or
+// nothing: an output that is one of the inputs, or one file named for two outputs.
+std::optional<std::string> outputs_clash(const std::vector<std::string>& inputs,
+                                         const std::vector<const Destination*>& outputs) {
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& path = outputs[i]->path;
+    if (path.empty() || path == "-") continue;
+    for (const std::string& input : inputs) {
+      if (input != "-" && same_file(path, input)) {
+        std::string why = "the output '";
+        why.append(path).append("' is the input '").append(input);
+        return why.append("': opening it would empty it before it is read");
+      }
+    }
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const std::string& other = outputs[j]->path;
+      if (!other.empty() && other != "-" && same_file(path, other)) {
+        std::string why = "'";
+        return why.append(path).append("' is named for two outputs");
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -151,6 +186,10 @@ int run_ingest(const RunOptions& options) {
   const Destination summary_to = destination(options.summary, options.out_dir, "summary.json");
   const Destination dead_to =
       destination(options.dead_letter, options.out_dir, "dead-letters.jsonl");
+  if (const auto clash = outputs_clash(options.inputs, {&records_to, &dead_to, &summary_to})) {
+    std::fprintf(stderr, "log-ingest: %s\n", clash->c_str());
+    return 2;
+  }
   try {
     outputs->records = open_output(records_to);
     outputs->dead_letters = open_output(dead_to);
@@ -280,8 +319,9 @@ int run_ingest(const RunOptions& options) {
     try {
       stages::OutputFile file = open_output(summary_to);
       const std::string json = summary.to_json(options.top);
-      std::fwrite(json.data(), 1, json.size(), file.file);
+      const bool whole = std::fwrite(json.data(), 1, json.size(), file.file) == json.size();
       close_output(file);
+      if (!whole) throw std::runtime_error("cannot write the summary to '" + file.name + "'");
     } catch (const std::exception& error) {
       std::fprintf(stderr, "log-ingest: %s\n", error.what());
       return 1;
@@ -289,7 +329,8 @@ int run_ingest(const RunOptions& options) {
   }
 
   if (!options.quiet) {
-    std::FILE* terminal = records_to.path == "-" || summary_to.path == "-" ? stderr : stdout;
+    std::FILE* terminal =
+        records_to.path == "-" || dead_to.path == "-" || summary_to.path == "-" ? stderr : stdout;
     const std::string table = summary.to_table(options.top);
     std::fputs(table.c_str(), terminal);
     std::fputs("\n", terminal);

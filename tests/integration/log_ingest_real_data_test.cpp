@@ -228,6 +228,50 @@ TEST_F(LogIngest, FiltersAndExitStatuses) {
   EXPECT_EQ(run("--version"), 0);
 }
 
+// Outputs are emptied when they are opened: one that is an input, or a file named for two
+// outputs, is refused before anything is opened (status 2), and the input is left whole.
+TEST_F(LogIngest, AnOutputThatIsAnInputIsRefused) {
+  const fs::path input = dir_ / "access.log";
+  fs::copy_file(data / "elastic-apache-combined" / "apache_logs", input);
+  const auto size = fs::file_size(input);
+  EXPECT_EQ(run("run --input '" + input.string() + "' --format combined --output '" +
+                input.string() + "'"),
+            2);
+  EXPECT_NE(read("stderr.txt").find("is the input"), std::string::npos) << read("stderr.txt");
+  EXPECT_EQ(fs::file_size(input), size);
+  const std::string both = (dir_ / "out.jsonl").string();
+  EXPECT_EQ(run("run --input '" + input.string() + "' --format combined --output '" + both +
+                "' --dead-letter '" + both + "'"),
+            2);
+  EXPECT_NE(read("stderr.txt").find("named for two outputs"), std::string::npos);
+}
+
+// Records to stdout that cannot be written (a full device) fail the run (status 1), however
+// little of them there is; and with dead letters on stdout, the summary table goes to stderr, so
+// that stdout holds JSON lines only.
+TEST_F(LogIngest, StdoutOutputsFailLoudlyAndStayJson) {
+  const fs::path input = data / "elastic-apache-combined" / "apache_logs";
+  const std::string head =
+      "head -n 10 '" + input.string() + "' > '" + (dir_ / "ten.log").string() + "'";
+  ASSERT_EQ(std::system(head.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  const std::string full = std::string(CONVEYOR_LOG_INGEST) + " run --quiet --input '" +
+                           (dir_ / "ten.log").string() +
+                           "' --format combined --output - --summary none --dead-letter none "
+                           "> /dev/full 2> /dev/null";
+  const int status = std::system(full.c_str());  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  ASSERT_EQ(run("run --input '" + (dir_ / "ten.log").string() +
+                "' --format syslog --output none --summary none --dead-letter -"),
+            0);
+  std::istringstream lines(read("stdout.txt"));
+  int dead = 0;
+  for (std::string line; std::getline(lines, line); ++dead)
+    EXPECT_TRUE(line.starts_with("{")) << line;
+  EXPECT_EQ(dead, 10);  // Apache lines are no syslog
+  EXPECT_NE(read("stderr.txt").find("dead letters"), std::string::npos);
+}
+
 TEST_F(LogIngest, TheEmbeddedSampleRunsWithNoArguments) {
   conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
   ASSERT_EQ(run("run --out-dir '" + dir_.string() + "'"), 0) << read("stderr.txt");
