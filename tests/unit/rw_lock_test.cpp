@@ -40,6 +40,36 @@ TEST(RwLock, OneWriterExcludesEveryone) {
   lock.unlock_shared();
 }
 
+// duration::max() as "no limit": both timed forms wait until the lock is free (they gave up at
+// once before, the deadline overflowing into the past); GroupLock's is the writers' first step.
+TEST(RwLock, TheLongestTimeoutsWaitUntilTheLockIsFree) {
+  Watchdog watchdog;
+  RwLock lock;
+  lock.lock();
+  std::thread writer_holds([&] {
+    std::this_thread::sleep_for(20ms);
+    lock.unlock();
+  });
+  std::thread reader([&] {
+    EXPECT_TRUE(lock.try_lock_shared_for(std::chrono::nanoseconds::max()));
+    lock.unlock_shared();
+  });
+  writer_holds.join();
+  reader.join();
+  std::atomic<bool> reading{false};
+  std::thread reader_leaves([&] {
+    lock.lock_shared();
+    reading.store(true, std::memory_order_release);
+    std::this_thread::sleep_for(20ms);
+    lock.unlock_shared();
+  });
+  while (!reading.load(std::memory_order_acquire))
+    std::this_thread::yield();
+  EXPECT_TRUE(lock.try_lock_for(std::chrono::hours::max()));
+  reader_leaves.join();
+  lock.unlock();
+}
+
 TEST(RwLock, WorksWithStandardLockTypes) {
   RwLock lock;
   {

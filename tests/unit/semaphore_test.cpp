@@ -75,6 +75,24 @@ TYPED_TEST(SemaphoreTest, ReleaseAddsTokens) {
   EXPECT_EQ(semaphore.available(), 6);
 }
 
+// duration::max() as "no limit": the deadline saturates instead of overflowing into the past, so
+// the wait lasts until the token comes (it gave up at once before).
+TYPED_TEST(SemaphoreTest, TheLongestTimeoutsWaitForTheToken) {
+  Watchdog watchdog;
+  for (int form = 0; form < 3; ++form) {
+    TypeParam semaphore;
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(20ms);
+      semaphore.release();
+    });
+    const bool taken = form == 0   ? semaphore.try_acquire_for(std::chrono::nanoseconds::max())
+                       : form == 1 ? semaphore.try_acquire_for(std::chrono::seconds::max())
+                                   : semaphore.try_acquire_for(std::chrono::hours::max());
+    releaser.join();
+    EXPECT_TRUE(taken) << "form " << form;
+  }
+}
+
 TYPED_TEST(SemaphoreTest, AcquireReturnsAtOnceWhenATokenIsThere) {
   Watchdog watchdog;
   TypeParam semaphore(1);

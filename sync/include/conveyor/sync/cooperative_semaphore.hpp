@@ -34,6 +34,7 @@
 #include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/cooperative_waiter.hpp"
+#include "conveyor/sync/detail/deadline.hpp"
 #include "conveyor/sync/detail/token_count.hpp"
 
 namespace conveyor::sync {

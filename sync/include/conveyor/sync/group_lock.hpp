@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/deadline.hpp"
 #include "conveyor/sync/detail/futex.hpp"
 #include "conveyor/sync/detail/group_lock_guard.hpp"
 #include "conveyor/sync/detail/group_lock_state.hpp"
@@ -99,8 +100,7 @@ class GroupLock {
     check_group(group);
     if (try_enter_fast(group)) return true;
     if (timeout <= timeout.zero()) return false;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
+    const auto deadline = detail::deadline_after(timeout);
     return enter_slow(group, &deadline);
   }
 

@@ -41,6 +41,7 @@
 
 #include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/deadline.hpp"
 #include "conveyor/sync/detail/ring_slot.hpp"
 #include "conveyor/sync/semaphore.hpp"
 

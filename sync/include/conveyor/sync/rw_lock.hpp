@@ -33,6 +33,7 @@
 
 #include "conveyor/sync/detail/contract.hpp"
 #include "conveyor/sync/detail/cpu_relax.hpp"
+#include "conveyor/sync/detail/deadline.hpp"
 #include "conveyor/sync/detail/futex.hpp"
 #include "conveyor/sync/group_lock.hpp"
 
@@ -90,7 +91,7 @@ class RwLock {
     if (try_lock()) return true;
     if (timeout <= timeout.zero()) return false;
     const Clock::time_point start = Clock::now();
-    const Clock::time_point deadline = start + std::chrono::ceil<Clock::duration>(timeout);
+    const Clock::time_point deadline = detail::deadline_after(timeout);
     if (!lock_.try_lock_for(writer_group, deadline - Clock::now())) return false;
     announce_writer();
     if (!wait_for_readers(&deadline)) {
@@ -132,8 +133,7 @@ class RwLock {
     ReaderSlot& slot = slot_of_this_thread();
     if (try_enter_fast(slot)) return true;
     const Clock::time_point start = Clock::now();
-    const Clock::time_point deadline =
-        start + std::chrono::ceil<Clock::duration>(std::max(timeout, timeout.zero()));
+    const Clock::time_point deadline = detail::deadline_after(std::max(timeout, timeout.zero()));
     if (!spin_past_writer(slot) && !enter_slow(slot, &deadline)) return false;
     record_wait(statistics_[reader_group], start);
     return true;

@@ -31,6 +31,7 @@
 
 #include "conveyor/sync/detail/adaptive_spin.hpp"
 #include "conveyor/sync/detail/contract.hpp"
+#include "conveyor/sync/detail/deadline.hpp"
 #include "conveyor/sync/detail/futex.hpp"
 #include "conveyor/sync/detail/token_count.hpp"
 

@@ -1,9 +1,7 @@
-// Helpers shared by the semaphores: taking a token without waiting, and turning a timeout into a
-// deadline.
+// try_take_token: taking a semaphore's token without waiting, shared by the semaphores.
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 
 namespace conveyor::sync::detail {
@@ -19,14 +17,6 @@ namespace conveyor::sync::detail {
     }
   }
   return false;
-}
-
-// The steady-clock deadline `timeout` from now, rounded up so that a wait never ends early.
-template <class Rep, class Period>
-[[nodiscard]] std::chrono::steady_clock::time_point deadline_after(
-    const std::chrono::duration<Rep, Period>& timeout) {
-  return std::chrono::steady_clock::now() +
-         std::chrono::ceil<std::chrono::steady_clock::duration>(timeout);
 }
 
 }  // namespace conveyor::sync::detail
