@@ -44,6 +44,59 @@ TEST_F(MpmcBoundedQueueTest, CloseWakesEveryBlockedConsumerAfterTheDrain) {
   EXPECT_EQ(popped.load(), 3);
 }
 
+// An item whose move waits while `hold` is set: a push of it stays inside its cell's write.
+struct SlowToMove {
+  int value;
+  std::atomic<bool>* hold;
+  SlowToMove(int v, std::atomic<bool>* h) : value(v), hold(h) {}
+  SlowToMove(SlowToMove&& other) noexcept : value(other.value), hold(other.hold) {
+    while (hold != nullptr && hold->load(std::memory_order_acquire))
+      std::this_thread::sleep_for(1ms);
+  }
+  SlowToMove(const SlowToMove&) = delete;
+  SlowToMove& operator=(const SlowToMove&) = delete;
+  SlowToMove& operator=(SlowToMove&&) = delete;
+  ~SlowToMove() = default;
+};
+
+// Two consumers sleep, each busy for a long while after every item it takes. A push claims the
+// first cell and is slow to fill it; a second push fills the next cell and wakes one consumer,
+// which finds the first cell still being written and sleeps again. When the first push ends, its
+// wake-up brings its item out, and the consumer that took it passes a wake-up on: the second item
+// goes to the other consumer at once, not after the first one's long work.
+TEST_F(MpmcBoundedQueueTest, AWakeUpSpentOnACellStillBeingWrittenIsPassedOn) {
+  Watchdog watchdog;
+  MpmcBoundedQueue<SlowToMove> queue(4);
+  std::atomic<int> popped{0};
+  std::vector<std::thread> consumers;
+  for (int i = 0; i < 2; ++i) {
+    consumers.emplace_back([&] {
+      while (auto item = queue.pop()) {
+        popped.fetch_add(1);
+        std::this_thread::sleep_for(2s);  // its work on the item
+      }
+    });
+  }
+  std::this_thread::sleep_for(50ms);  // both asleep
+  std::atomic<bool> hold{true};
+  std::thread slow([&] {
+    SlowToMove first(1, &hold);
+    EXPECT_TRUE(queue.try_push(first));  // claims cell 0, then waits inside its move
+  });
+  std::this_thread::sleep_for(20ms);
+  SlowToMove second(2, nullptr);
+  ASSERT_TRUE(queue.try_push(second));  // cell 1: wakes one consumer, which sleeps again
+  std::this_thread::sleep_for(50ms);
+  hold.store(false, std::memory_order_release);
+  slow.join();
+  for (int i = 0; i < 100 && popped.load() < 2; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(popped.load(), 2) << "an item waited while a consumer slept";
+  queue.close();
+  for (auto& consumer : consumers)
+    consumer.join();
+}
+
 TEST_F(MpmcBoundedQueueTest, AbortWakesEveryBlockedProducerAndConsumer) {
   Watchdog watchdog;
   MpmcBoundedQueue<Tracked> empty(2);

@@ -24,6 +24,9 @@
 // itself to its side's waiter count, then re-checks; a waker stores (or closes), then reads it.
 // A waiter that leaves without being woken (its re-check saw room, or its wait timed out) takes
 // itself off the count, or, if a waker already did, takes the token that waker releases for it.
+// A call that took an item (or a cell) while others of its side sleep and more are ready wakes
+// one of them: a wake-up spent on a sleeper that found the head cell still being written, or
+// taken by another, is passed on rather than lost.
 // Design notes: docs/design/sync-primitives.md#mpmcboundedqueue.
 #pragma once
 
@@ -86,6 +89,7 @@ class MpmcBoundedQueue {
     if (claim_for_push(position, 1) != Claim::claimed) return false;
     fill(position, value);
     wake(consumers_waiting_, items_, 1);
+    pass_on_space();  // it may have taken the cell a sleeping producer was woken for
     return true;
   }
 
@@ -100,8 +104,11 @@ class MpmcBoundedQueue {
       std::uint64_t position = 0;
       std::uint64_t count = 0;
       switch (claim_for_pop(position, count, 1)) {
-        case Claim::claimed:
-          return take_one(position);
+        case Claim::claimed: {
+          std::optional<T> value = take_one(position);
+          pass_on_items();
+          return value;
+        }
         case Claim::ended:
           return std::nullopt;
         case Claim::none:
@@ -117,7 +124,9 @@ class MpmcBoundedQueue {
     if (claim_for_pop(position, count, 1, /*wait_for_writers=*/false) != Claim::claimed) {
       return std::nullopt;
     }
-    return take_one(position);
+    std::optional<T> value = take_one(position);
+    pass_on_items();  // it may have taken the item a sleeper was woken for
+    return value;
   }
 
   template <class InputIt>
@@ -149,6 +158,7 @@ class MpmcBoundedQueue {
         // seq_cst: see "Memory ordering" (Dekker pairing with waiting consumers).
         cell_at(position).sequence.store(ready_for(position), std::memory_order_seq_cst);
         wake(consumers_waiting_, items_, count);
+        pass_on_space();
         first = item;
         remaining -= count;
         pushed += static_cast<std::size_t>(count);
@@ -170,8 +180,11 @@ class MpmcBoundedQueue {
       std::uint64_t position = 0;
       std::uint64_t count = 0;
       switch (claim_for_pop(position, count, std::min<std::uint64_t>(max, capacity_))) {
-        case Claim::claimed:
-          return take_run(position, count, out);
+        case Claim::claimed: {
+          const std::size_t taken = take_run(position, count, out);
+          pass_on_items();
+          return taken;
+        }
         case Claim::ended:
           return 0;
         case Claim::none:
@@ -251,6 +264,7 @@ class MpmcBoundedQueue {
         case Claim::claimed:
           fill(position, value);
           wake(consumers_waiting_, items_, 1);
+          pass_on_space();
           return true;
         case Claim::ended:
           return false;
@@ -427,6 +441,26 @@ class MpmcBoundedQueue {
       ++out;
     }
     return static_cast<std::size_t>(count);
+  }
+
+  // One wake-up per push reaches one sleeping consumer, which may find the head cell still being
+  // written (a later cell was filled first) and sleep again: the wake-up is spent, and the item
+  // that sent it waits. So a pop that took an item wakes one more sleeper while items are ready;
+  // each wake-up that finds work passes the next one on. (pass_on_space: the same for producers,
+  // when cells are freed out of order.)
+  void pass_on_items() {
+    // seq_cst: the load half of the Dekker pairing with wait_for_items' increment and re-check.
+    if (consumers_waiting_.load(std::memory_order_seq_cst) > 0 &&
+        item_or_end(std::memory_order_seq_cst)) {
+      wake(consumers_waiting_, items_, 1);
+    }
+  }
+  void pass_on_space() {
+    // seq_cst: as in pass_on_items, with wait_for_space.
+    if (producers_waiting_.load(std::memory_order_seq_cst) > 0 &&
+        space_or_end(std::memory_order_seq_cst)) {
+      wake(producers_waiting_, free_slots_, 1);
+    }
   }
 
   void wait_for_items() {
