@@ -198,6 +198,12 @@ int run_ingest(const RunOptions& options) {
     close_output(outputs->records);
     return 1;
   }
+  // The records and dead letters are being rewritten: a summary of an earlier run must not stay
+  // beside them if this one fails before it writes its own.
+  if (!summary_to.path.empty() && summary_to.path != "-") {
+    std::error_code ignored;
+    fs::remove(summary_to.path, ignored);
+  }
   config->write_records = outputs->records.file != nullptr;
   config->write_dead_letters = outputs->dead_letters.file != nullptr;
 

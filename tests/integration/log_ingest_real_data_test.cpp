@@ -272,6 +272,23 @@ TEST_F(LogIngest, StdoutOutputsFailLoudlyAndStayJson) {
   EXPECT_NE(read("stderr.txt").find("dead letters"), std::string::npos);
 }
 
+// A run that fails half-way (a gzip file cut short) leaves no summary, not the one of the run
+// before beside its own partial records.
+TEST_F(LogIngest, ARunThatFailsLeavesNoEarlierSummary) {
+  const fs::path input = data / "elastic-apache-combined" / "apache_logs";
+  ASSERT_EQ(ingest(input, "combined"), 0);
+  ASSERT_TRUE(fs::exists(dir_ / "summary.json"));
+  const fs::path cut = dir_ / "cut.log.gz";
+  const std::string make_cut =
+      "gzip -c '" + input.string() + "' | head -c 2000 > '" + cut.string() + "'";
+  ASSERT_EQ(std::system(make_cut.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  EXPECT_EQ(run("run --quiet --input '" + input.string() + "' --input '" + cut.string() +
+                "' --format combined --out-dir '" + dir_.string() + "'"),
+            1);
+  EXPECT_NE(read("stderr.txt").find("cut.log.gz"), std::string::npos) << read("stderr.txt");
+  EXPECT_FALSE(fs::exists(dir_ / "summary.json"));
+}
+
 TEST_F(LogIngest, TheEmbeddedSampleRunsWithNoArguments) {
   conveyor::testing::Watchdog watchdog(std::chrono::seconds(120));
   ASSERT_EQ(run("run --out-dir '" + dir_.string() + "'"), 0) << read("stderr.txt");
