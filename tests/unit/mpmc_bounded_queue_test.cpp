@@ -97,6 +97,42 @@ TEST_F(MpmcBoundedQueueTest, AWakeUpSpentOnACellStillBeingWrittenIsPassedOn) {
     consumer.join();
 }
 
+// The same for producers. The ring is full and two producers sleep. A pop takes the first cell and
+// is slow to empty it; a second pop frees the next cell and wakes one producer, which finds the
+// first cell still held and sleeps again. When the first pop ends, its wake-up lets one producer
+// in, and that push passes a wake-up on: the other producer takes the free cell at once, without
+// waiting for another pop.
+TEST_F(MpmcBoundedQueueTest, AWakeUpSpentOnACellStillBeingEmptiedIsPassedOn) {
+  Watchdog watchdog;
+  MpmcBoundedQueue<SlowToMove> queue(2);
+  std::atomic<bool> hold{false};
+  SlowToMove first(1, &hold);
+  SlowToMove second(2, nullptr);
+  ASSERT_TRUE(queue.try_push(first));
+  ASSERT_TRUE(queue.try_push(second));
+  std::atomic<int> pushed{0};
+  std::vector<std::thread> producers;
+  for (int i = 0; i < 2; ++i) {
+    producers.emplace_back([&, i] {
+      if (queue.push(SlowToMove(10 + i, nullptr))) pushed.fetch_add(1);
+    });
+  }
+  std::this_thread::sleep_for(50ms);  // both asleep
+  hold.store(true, std::memory_order_release);
+  std::thread slow([&] { EXPECT_TRUE(queue.pop().has_value()); });  // cell 0, slow to empty
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(queue.pop().has_value());  // cell 1: wakes one producer, which sleeps again
+  std::this_thread::sleep_for(50ms);
+  hold.store(false, std::memory_order_release);
+  slow.join();
+  for (int i = 0; i < 100 && pushed.load() < 2; ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(pushed.load(), 2) << "a producer slept while a cell was free";
+  queue.close();
+  for (auto& producer : producers)
+    producer.join();
+}
+
 TEST_F(MpmcBoundedQueueTest, AbortWakesEveryBlockedProducerAndConsumer) {
   Watchdog watchdog;
   MpmcBoundedQueue<Tracked> empty(2);

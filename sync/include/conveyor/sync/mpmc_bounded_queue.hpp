@@ -87,9 +87,7 @@ class MpmcBoundedQueue {
   [[nodiscard]] bool try_push(T& value) {
     std::uint64_t position = 0;
     if (claim_for_push(position, 1) != Claim::claimed) return false;
-    fill(position, value);
-    wake(consumers_waiting_, items_, 1);
-    pass_on_space();  // it may have taken the cell a sleeping producer was woken for
+    publish(position, value);
     return true;
   }
 
@@ -104,11 +102,8 @@ class MpmcBoundedQueue {
       std::uint64_t position = 0;
       std::uint64_t count = 0;
       switch (claim_for_pop(position, count, 1)) {
-        case Claim::claimed: {
-          std::optional<T> value = take_one(position);
-          pass_on_items();
-          return value;
-        }
+        case Claim::claimed:
+          return take_one(position);
         case Claim::ended:
           return std::nullopt;
         case Claim::none:
@@ -124,9 +119,7 @@ class MpmcBoundedQueue {
     if (claim_for_pop(position, count, 1, /*wait_for_writers=*/false) != Claim::claimed) {
       return std::nullopt;
     }
-    std::optional<T> value = take_one(position);
-    pass_on_items();  // it may have taken the item a sleeper was woken for
-    return value;
+    return take_one(position);
   }
 
   template <class InputIt>
@@ -180,11 +173,8 @@ class MpmcBoundedQueue {
       std::uint64_t position = 0;
       std::uint64_t count = 0;
       switch (claim_for_pop(position, count, std::min<std::uint64_t>(max, capacity_))) {
-        case Claim::claimed: {
-          const std::size_t taken = take_run(position, count, out);
-          pass_on_items();
-          return taken;
-        }
+        case Claim::claimed:
+          return take_run(position, count, out);
         case Claim::ended:
           return 0;
         case Claim::none:
@@ -262,9 +252,7 @@ class MpmcBoundedQueue {
       std::uint64_t position = 0;
       switch (claim_for_push(position, 1)) {
         case Claim::claimed:
-          fill(position, value);
-          wake(consumers_waiting_, items_, 1);
-          pass_on_space();
+          publish(position, value);
           return true;
         case Claim::ended:
           return false;
@@ -316,6 +304,14 @@ class MpmcBoundedQueue {
     // seq_cst: a release for the element (pairs with the consumer's acquire of the sequence) and
     // the store half of the Dekker pairing with consumers_waiting_.
     cell.sequence.store(ready_for(position), std::memory_order_seq_cst);
+  }
+
+  // Fills a claimed cell, wakes a consumer for it, and passes a wake-up on to producers while
+  // cells are free (this push may have taken the cell a woken producer was looking for).
+  void publish(std::uint64_t position, T& value) {
+    fill(position, value);
+    wake(consumers_waiting_, items_, 1);
+    pass_on_space();
   }
 
   void wait_for_space() {
@@ -410,6 +406,7 @@ class MpmcBoundedQueue {
     std::optional<T> value(cell_at(position).slot.take());
     free_cell(position);
     wake(producers_waiting_, free_slots_, 1);
+    pass_on_items();  // this pop may have taken the item a woken sleeper was looking for
     return value;
   }
 
@@ -432,6 +429,7 @@ class MpmcBoundedQueue {
         for (std::uint64_t i = taken; i < count; ++i)
           queue.cell_at(position + i).slot.destroy();
         queue.free_run(position, count);
+        queue.pass_on_items();
       }
     } releaser{*this, position, count};
     for (; releaser.taken < count;) {
