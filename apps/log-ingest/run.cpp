@@ -130,19 +130,19 @@ bool same_file(const std::string& a, const std::string& b) {
 // nothing: an output that is one of the inputs, or one file named for two outputs.
 std::optional<std::string> outputs_clash(const std::vector<std::string>& inputs,
                                          const std::vector<const Destination*>& outputs) {
+  const auto is_file = [](const std::string& path) { return !path.empty() && path != "-"; };
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const std::string& path = outputs[i]->path;
-    if (path.empty() || path == "-") continue;
+    if (!is_file(path)) continue;
     for (const std::string& input : inputs) {
-      if (input != "-" && same_file(path, input)) {
+      if (is_file(input) && same_file(path, input)) {
         std::string why = "the output '";
         why.append(path).append("' is the input '").append(input);
         return why.append("': opening it would empty it before it is read");
       }
     }
     for (std::size_t j = i + 1; j < outputs.size(); ++j) {
-      const std::string& other = outputs[j]->path;
-      if (!other.empty() && other != "-" && same_file(path, other)) {
+      if (is_file(outputs[j]->path) && same_file(path, outputs[j]->path)) {
         std::string why = "'";
         return why.append(path).append("' is named for two outputs");
       }
