@@ -343,13 +343,7 @@ TEST(LogIngestServeOps, HttpsIngest) {
     ASSERT_TRUE(Service::eventually([&] {
       return service.metric("log_ingest_connections{input=\"web\"}").value_or(0) == 1.0;
     }));
-    const fs::path file = service.dir() / "serve.yaml";
-    std::string yaml = read_file(file);
-    const std::string limits = "idle_timeout: 2s";
-    ASSERT_NE(yaml.find(limits), std::string::npos);
-    yaml.replace(yaml.find(limits), limits.size(), "idle_timeout: 3s");
-    std::ofstream(file) << yaml;
-    service.child().send_signal(SIGHUP);
+    ASSERT_TRUE(service.reload_replacing("idle_timeout: 2s", "idle_timeout: 3s"));
     EXPECT_TRUE(cut.closed_within(20s));
     ASSERT_TRUE(Service::eventually([&] {
       return service.log().find("reopened 1") != std::string::npos;
@@ -768,14 +762,9 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
   Service service("reload", "");
   Client kept(service.port("syslog_tcp"));
   ASSERT_TRUE(kept.send(syslog_message("before") + "\n"));
-  const fs::path file = service.dir() / "serve.yaml";
-  std::string yaml = read_file(file);
-  const std::string udp = "  - {name: syslog_udp, type: syslog_udp, listen: \"127.0.0.1:0\"}\n";
-  ASSERT_NE(yaml.find(udp), std::string::npos);
-  yaml.replace(yaml.find(udp), udp.size(),
-               "  - {name: access, type: tcp, listen: \"127.0.0.1:0\", format: combined}\n");
-  std::ofstream(file) << yaml;
-  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(service.reload_replacing(
+      "  - {name: syslog_udp, type: syslog_udp, listen: \"127.0.0.1:0\"}\n",
+      "  - {name: access, type: tcp, listen: \"127.0.0.1:0\", format: combined}\n"));
   ASSERT_TRUE(Service::eventually([&] {
     return service.log().find("inputs: kept 1, reopened 0, removed 1, added 1") !=
            std::string::npos;
@@ -791,7 +780,7 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
   EXPECT_FALSE(kept.closed_within(100ms));
   ASSERT_TRUE(kept.send(syslog_message("after-reload") + "\n"));
 
-  std::ofstream(file) << "inputs: [\n";  // not YAML
+  std::ofstream(service.dir() / "serve.yaml") << "inputs: [\n";  // not YAML
   service.child().send_signal(SIGHUP);
   ASSERT_TRUE(Service::eventually([&] {
     return service.log().find("keeping the running configuration") != std::string::npos;
@@ -828,16 +817,10 @@ TEST(LogIngestServeOps, AnInputThatCannotReopenGoesOnWithItsPreviousSettings) {
   asio::io_context io;
   asio::ip::tcp::acceptor taken(io, {asio::ip::address_v4::loopback(), 0});  // listens
   const std::uint16_t taken_port = taken.local_endpoint().port();
-  const fs::path file = service.dir() / "serve.yaml";
-  std::string yaml = read_file(file);
-  const std::string tcp = "{name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:0\"}";
-  ASSERT_NE(yaml.find(tcp), std::string::npos);
-  yaml.replace(
-      yaml.find(tcp), tcp.size(),
+  ASSERT_TRUE(service.reload_replacing(
+      "{name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:0\"}",
       "{name: syslog_tcp, type: syslog_tcp, listen: \"127.0.0.1:" + std::to_string(taken_port) +
-          "\"}\n  - {name: access, type: tcp, listen: " + "\"127.0.0.1:0\", format: combined}");
-  std::ofstream(file) << yaml;
-  service.child().send_signal(SIGHUP);
+          "\"}\n  - {name: access, type: tcp, listen: " + "\"127.0.0.1:0\", format: combined}"));
   ASSERT_TRUE(Service::eventually([&] {
     return service.log().find(
                "inputs: kept 1, reopened 0, removed 0, added 1; input 'syslog_tcp' "
@@ -877,13 +860,8 @@ TEST(LogIngestServeOps, AReplacedInputsDrainingClientsCountAgainstItsLimit) {
   };
   ASSERT_TRUE(Service::eventually([&] { return connections() == 1.0; })) << service.log();
 #endif
-  const fs::path file = service.dir() / "serve.yaml";
-  std::string yaml = read_file(file);
-  const std::string limits = "limits: {max_connections: 2}";
-  ASSERT_NE(yaml.find(limits), std::string::npos);
-  yaml.replace(yaml.find(limits), limits.size(), "limits: {max_connections: 2, idle_timeout: 10m}");
-  std::ofstream(file) << yaml;
-  service.child().send_signal(SIGHUP);
+  ASSERT_TRUE(service.reload_replacing("limits: {max_connections: 2}",
+                                       "limits: {max_connections: 2, idle_timeout: 10m}"));
   ASSERT_TRUE(Service::eventually([&] {
     return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
   })) << service.log();

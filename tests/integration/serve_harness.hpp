@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -249,6 +250,19 @@ class Service {
   [[nodiscard]] fs::path records() const { return dir_ / "records.jsonl"; }
   [[nodiscard]] fs::path dead_letters() const { return dir_ / "dead.jsonl"; }
   conveyor::testing::ChildProcess& child() { return *child_; }
+
+  // Replaces `from` by `to` in the service's configuration file and sends it SIGHUP; false, and no
+  // signal, if the file does not hold `from`.
+  [[nodiscard]] bool reload_replacing(const std::string& from, const std::string& to) {
+    const fs::path file = dir_ / "serve.yaml";
+    std::string yaml = read_file(file);
+    const std::size_t at = yaml.find(from);
+    if (at == std::string::npos) return false;
+    yaml.replace(at, from.size(), to);
+    std::ofstream(file) << yaml;
+    child_->send_signal(SIGHUP);
+    return true;
+  }
 
 #ifdef CONVEYOR_HAS_PROMETHEUS
   // The value of one sample on /metrics, e.g. `log_ingest_connections{input="syslog_tcp"}`.
