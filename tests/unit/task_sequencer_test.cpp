@@ -30,6 +30,21 @@ asio::awaitable<void> yield_to_executor() {
   co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
 }
 
+// Awaits `operation` in a coroutine of its own on `io`; `aborted` is set if it throws (a stopped
+// run's operation_aborted).
+void spawn_awaiting(asio::io_context& io, asio::awaitable<void> operation, bool& aborted) {
+  asio::co_spawn(
+      io,
+      [&aborted, operation = std::move(operation)]() mutable -> asio::awaitable<void> {
+        try {
+          co_await std::move(operation);
+        } catch (const boost::system::system_error&) {
+          aborted = true;
+        }
+      },
+      asio::detached);
+}
+
 // Four threads submit at once; each records the order its `run` calls were made in (under a
 // lock, so the recorded call order is the queue's). The operations start in that order and never
 // overlap, while suspending inside.
@@ -169,16 +184,7 @@ TEST(TaskSequencer, StopRequestedBeforeTheCallNeverStarts) {
         co_return;
       },
       stop.get_token());
-  asio::co_spawn(
-      io,
-      [&, operation = std::move(operation)]() mutable -> asio::awaitable<void> {
-        try {
-          co_await std::move(operation);
-        } catch (const boost::system::system_error&) {
-          aborted = true;
-        }
-      },
-      asio::detached);
+  spawn_awaiting(io, std::move(operation), aborted);
   io.run();
   EXPECT_FALSE(started);
   EXPECT_TRUE(aborted);
@@ -228,16 +234,7 @@ TEST(TaskSequencer, AStoppedRunLetsThoseBehindItGoOnceItIsAwaited) {
   stop.request_stop();
   io.poll();
   EXPECT_FALSE(second_ran) << "a run not yet awaited keeps its place";
-  asio::co_spawn(
-      io,
-      [&, first = std::move(first)]() mutable -> asio::awaitable<void> {
-        try {
-          co_await std::move(first);
-        } catch (const boost::system::system_error&) {
-          aborted = true;
-        }
-      },
-      asio::detached);
+  spawn_awaiting(io, std::move(first), aborted);
   io.run();
   EXPECT_TRUE(aborted);
   EXPECT_FALSE(first_started);
