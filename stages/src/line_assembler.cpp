@@ -64,7 +64,7 @@ std::optional<Cut> LineAssembler::cut(std::string buffer) {
   next_line(count_newlines(buffer));
   offset_ += buffer.size();
   const std::uint64_t end = offset_;
-  if (carry_.size() > max_line_length_) {
+  if (carry_too_long()) {
     pending_ = OverlongLine{line_, offset_, carry_.size(), carry_.substr(0, overlong_head)};
     skipping_ = true;
     offset_ += carry_.size();
@@ -79,7 +79,7 @@ std::optional<Cut> LineAssembler::finish(bool cut_short) {
     overlong_.push_back(std::move(pending_));
     skipping_ = false;
     next_line();
-  } else if (carry_.size() > max_line_length_) {
+  } else if (carry_too_long()) {
     overlong_.push_back(
         OverlongLine{line_, offset_, carry_.size(), carry_.substr(0, overlong_head)});
     offset_ += carry_.size();

@@ -68,6 +68,12 @@ class LineAssembler {
   void next_line(std::uint64_t count = 1) noexcept {
     if (line_ != 0) line_ += count;
   }
+  // Whether the carry is longer than a line may be. As for a whole line, a '\r' that ends it
+  // does not count: it is half of a "\r\n" whose '\n' the next read brings.
+  [[nodiscard]] bool carry_too_long() const noexcept {
+    const std::size_t length = carry_.size() - (!carry_.empty() && carry_.back() == '\r' ? 1 : 0);
+    return length > max_line_length_;
+  }
 
   std::size_t max_line_length_;
   std::uint64_t line_;                  // number of the line that starts at `offset_` (0: unknown)

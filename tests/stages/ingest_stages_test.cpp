@@ -151,6 +151,26 @@ TEST(FileSource, DropsLinesLongerThanTheLimitWithBoundedMemoryAndKeepsTheRest) {
   EXPECT_EQ(read.lines[3], (std::pair<std::uint64_t, std::string>{5, "end"}));
 }
 
+TEST(FileSource, ALineAtTheLimitEndingInCrlfIsKeptWhereverAReadEnds) {
+  // The limit counts a line without its line end, "\r\n" as well as "\n", and so must the check
+  // of a line a read cut off: here the first read (4096 bytes) ends between the '\r' and the
+  // '\n' of a line of exactly 100 bytes, and the file's last line is 100 bytes and a '\r'.
+  std::string text;
+  for (int i = 0; i < 39; ++i)
+    text += std::string(99, 'f') + "\n";
+  text += std::string(94, 'g') + "\n";
+  ASSERT_EQ(text.size() + 100, 4095U);
+  text += std::string(100, 'x') + "\r\n" + "short\r\n" + std::string(100, 'z') + "\r";
+  TempFile file(text);
+  FileSource source({file.path()}, {.chunk_size = 4096, .max_line_length = 100});
+  const Read read = read_all(source);
+  EXPECT_TRUE(read.overlong.empty()) << "line " << read.overlong.front().line;
+  ASSERT_EQ(read.lines.size(), 43U);
+  EXPECT_EQ(read.lines[40], (std::pair<std::uint64_t, std::string>{41, std::string(100, 'x')}));
+  EXPECT_EQ(read.lines[41], (std::pair<std::uint64_t, std::string>{42, "short"}));
+  EXPECT_EQ(read.lines[42], (std::pair<std::uint64_t, std::string>{43, std::string(100, 'z')}));
+}
+
 TEST(FileSource, EmptyFilesHaveNoChunksAndMissingFilesAreNamed) {
   TempFile empty("");
   FileSource source({empty.path()}, {});
