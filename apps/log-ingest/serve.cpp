@@ -331,6 +331,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
   // The drain, checked every 20 ms once it starts (or once every input has ended by itself, as
   // stdin does at its end).
   std::optional<steady_clock::time_point> deadline;
+  steady_clock::time_point stop_deadline;
   bool forced = false;
   bool closed = false;
   asio::steady_timer tick(io);
@@ -339,7 +340,16 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     draining.store(true, std::memory_order_relaxed);
     notify_stopping("draining");
     deadline = steady_clock::now() + config.drain_timeout;
+    stop_deadline = steady_clock::now() + config.stop_timeout;
     inputs.stop_accepting();
+  };
+  // A drain that cannot end (a second signal, or an output that takes nothing past
+  // stop_timeout): what is in flight is lost, and counted.
+  const auto stop_now = [&](const std::string& why) {
+    const Tally now = tally(inputs, outputs->accounting);
+    std::fprintf(stderr, "log-ingest: %s: %s\n", why.c_str(), now.line().c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
   };
   std::function<void()> watch = [&] {
     tick.expires_after(std::chrono::milliseconds(20));
@@ -356,6 +366,10 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
       if (deadline && all_finished && !closed) {
         closed = true;
         ingress.close();  // the pipeline drains what is queued, then ends
+      }
+      if (deadline && steady_clock::now() >= stop_deadline) {
+        stop_now("the drain did not end within stop_timeout (" +
+                 std::to_string(config.stop_timeout.count()) + " ms); stopped");
       }
       watch();
     });
@@ -391,7 +405,8 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
         next.workers != config.workers || next.queue_chunks != config.queue_chunks ||
         next.records != config.records || next.dead_letters != config.dead_letters ||
         next.output != config.output || next.metrics_listen != config.metrics_listen ||
-        next.auth_file != config.auth_file || next.drain_timeout != config.drain_timeout;
+        next.auth_file != config.auth_file || next.drain_timeout != config.drain_timeout ||
+        next.stop_timeout != config.stop_timeout;
     if (restart) {
       std::fprintf(stderr,
                    "log-ingest: SIGHUP: pipeline, outputs and service settings changed; they take "
@@ -412,15 +427,13 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
         std::fprintf(stderr, "log-ingest: SIGHUP while draining: ignored\n");
       } else if (!deadline) {
         std::fprintf(stderr,
-                     "log-ingest: draining (up to %lld ms); a second signal stops at once\n",
-                     static_cast<long long>(config.drain_timeout.count()));
+                     "log-ingest: draining (clients up to %lld ms, the drain up to %lld ms); a "
+                     "second signal stops at once\n",
+                     static_cast<long long>(config.drain_timeout.count()),
+                     static_cast<long long>(config.stop_timeout.count()));
         begin_drain();
       } else {
-        const Tally now = tally(inputs, outputs->accounting);
-        std::fprintf(stderr, "log-ingest: stopped before the drain ended: %s\n",
-                     now.line().c_str());
-        std::fflush(stderr);
-        std::_Exit(1);
+        stop_now("stopped before the drain ended");
       }
       std::fflush(stderr);
       on_signal();

@@ -6,8 +6,9 @@
 // SIGTERM or SIGINT drains: stop accepting, /readyz turns 503, read what clients already sent
 // until they close or drain_timeout passes, process and write everything in flight, log the
 // accounting line (received = written + rejected + filtered + dropped) and exit 0. A second signal
-// logs the same line with what was lost and exits 1 at once. SIGHUP reopens the output files and
-// reloads the inputs from the configuration (InputSet).
+// logs the same line with what was lost and exits 1 at once, and so does a drain still going at
+// stop_timeout (an output that takes nothing). SIGHUP reopens the output files and reloads the
+// inputs from the configuration (InputSet).
 #pragma once
 
 #include <functional>

@@ -364,8 +364,11 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                 }
               });
         } else {
+          YAML::Mark stop_mark = YAML::Mark::null_mark();
           reader.each(
-              node, key, {"metrics_listen", "auth_file", "drain_timeout", "state_dir", "limits"},
+              node, key,
+              {"metrics_listen", "auth_file", "drain_timeout", "stop_timeout", "state_dir",
+               "limits"},
               [&](const std::string& name, const YAML::Node& value) {
                 const std::string what = Reader::join(key, name);
                 if (name == "metrics_listen") config.metrics_listen = reader.scalar(value, what);
@@ -374,6 +377,11 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                 if (name == "drain_timeout") {
                   config.drain_timeout =
                       reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
+                }
+                if (name == "stop_timeout") {
+                  config.stop_timeout =
+                      reader.duration(value, what, Milliseconds(1), std::chrono::hours(48));
+                  stop_mark = value.Mark();
                 }
                 if (name != "limits") return;
                 reader.each(
@@ -394,6 +402,12 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                       }
                     });
               });
+          if (stop_mark.is_null()) {
+            config.stop_timeout = config.drain_timeout + ServeConfig::stop_after_drain;
+          } else if (config.stop_timeout < config.drain_timeout) {
+            reader.fail(stop_mark, Reader::join(key, "stop_timeout") +
+                                       " must not be shorter than drain_timeout");
+          }
         }
       });
 }

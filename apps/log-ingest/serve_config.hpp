@@ -114,6 +114,10 @@ struct ServeConfig {
   std::string metrics_listen = "127.0.0.1:9464";  // "none": no endpoint
   std::string auth_file;
   std::chrono::milliseconds drain_timeout = std::chrono::seconds(30);
+  // The longest a drain takes in all: past it, the service stops as at a second signal. Unless
+  // set, drain_timeout + stop_after_drain.
+  static constexpr std::chrono::milliseconds stop_after_drain = std::chrono::seconds(30);
+  std::chrono::milliseconds stop_timeout = drain_timeout + stop_after_drain;
   std::string state_dir = "/var/lib/log-ingest";  // file inputs' checkpoints, one per input
   LimitsConfig limits;
 };

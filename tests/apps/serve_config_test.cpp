@@ -34,6 +34,7 @@ TEST(ServeConfig, AnEmptyFileIsTheDefaults) {
   EXPECT_EQ(config.limits.max_frame_bytes, 65536U);
   EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(5));
   EXPECT_EQ(config.drain_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(config.stop_timeout, std::chrono::seconds(60));
 }
 
 TEST(ServeConfig, ReadsEverySection) {
@@ -76,6 +77,20 @@ service:
   EXPECT_EQ(config.limits.max_connections, 10U);
   EXPECT_EQ(config.limits.max_frame_bytes, 1U << 20U);
   EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(2));
+}
+
+TEST(ServeConfig, TheDrainsLimitFollowsDrainTimeoutUnlessSetAndIsNeverShorter) {
+  EXPECT_EQ(parse_serve_config("service: {drain_timeout: 90s}\n", "t.yaml").stop_timeout,
+            std::chrono::seconds(120));
+  const ServeConfig set =
+      parse_serve_config("service: {drain_timeout: 5s, stop_timeout: 5s}\n", "t.yaml");
+  EXPECT_EQ(set.drain_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(set.stop_timeout, std::chrono::seconds(5));
+  const std::string error = error_of("service:\n  stop_timeout: 10s\n  drain_timeout: 20s\n");
+  EXPECT_NE(error.find("test.yaml:2:17:"), std::string::npos) << error;
+  EXPECT_NE(error.find("service.stop_timeout must not be shorter than drain_timeout"),
+            std::string::npos)
+      << error;
 }
 
 TEST(ServeConfig, AnUnknownKeyNamesItsLineAndColumn) {

@@ -362,6 +362,39 @@ TEST(LogIngestServeOps, HttpsIngest) {
 // The writer stalls for 5 s: TCP senders are slowed (they cannot finish while it stalls), the
 // service's memory stays bounded, UDP drops are counted (received = written + dropped), and once
 // the output moves again every TCP message is written exactly once.
+// An output that takes nothing cannot hold the drain up for ever: at stop_timeout the service
+// stops as at a second signal, and its line counts what it could not write as lost.
+TEST(LogIngestServeOps, AStalledOutputEndsTheDrainAtStopTimeout) {
+  conveyor::testing::Watchdog watchdog(120s);
+  std::unique_ptr<StalledOutput> output;
+  ServiceSetup setup = stalled_setup(output);
+  setup.service_yaml = "  drain_timeout: 200ms\n  stop_timeout: 1500ms\n";
+  Service service("stall-stop", setup);
+  // Far more than the FIFO's 64 KiB hold; what the service does not read before it stops
+  // fails to send.
+  std::thread sender([port = service.port("syslog_tcp")] {
+    Client client(port);
+    std::string bytes;
+    for (int i = 0; i < 5000; ++i)
+      bytes += syslog_message(name("m", 0, i)) + "\n";
+    (void)client.send(bytes);
+  });
+  std::this_thread::sleep_for(1s);
+  const auto signalled = std::chrono::steady_clock::now();
+  EXPECT_EQ(service.child().stop(SIGTERM, 60s), 1) << service.log();
+  EXPECT_GE(std::chrono::steady_clock::now() - signalled, 1500ms);
+  const auto counts =
+      accounting(service.log(), "the drain did not end within stop_timeout (1500 ms); stopped");
+  ASSERT_FALSE(counts.empty()) << service.log();
+  EXPECT_GT(counts.at("received"), counts.at("written"));
+  EXPECT_GT(counts.at("lost"), 0U);
+  EXPECT_EQ(counts.at("written") + counts.at("rejected") + counts.at("filtered") +
+                counts.at("dropped") + counts.at("lost_on_output") + counts.at("lost"),
+            counts.at("received"))
+      << service.log();
+  sender.join();
+}
+
 TEST(LogIngestServeOps, StalledOutputSlowsSendersAndLosesNothing) {
   conveyor::testing::Watchdog watchdog(300s);
   std::unique_ptr<StalledOutput> output;
