@@ -17,6 +17,8 @@
 #include <thread>
 #include <utility>
 
+#include "conveyor/framework/async.hpp"
+#include "conveyor/framework/detail/io_pool.hpp"
 #include "conveyor/framework/emit.hpp"
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stage.hpp"
@@ -428,6 +430,33 @@ TEST_F(ShutdownTest, AWorkerThatCannotStartFailsThePipeline) {
     EXPECT_EQ(p.state(), PipelineState::failed);
     EXPECT_TRUE(handled);
   }
+}
+
+// An I/O thread that cannot be made: the pool ends the threads it made before the error goes on
+// (a joinable std::thread destroyed would end the program), for every thread that can fail.
+TEST(PipelineFailure, AnIoThreadThatCannotBeMadeEndsTheOnesMadeBefore) {
+  Watchdog watchdog;
+  for (int made = 0; made < 3; ++made) {
+    threads_before_failure.store(made, std::memory_order_relaxed);
+    EXPECT_THROW({ conveyor::detail::IoPool pool(3); }, std::system_error) << made << " made";
+    threads_before_failure.store(-1, std::memory_order_relaxed);
+  }
+}
+
+// In a pipeline, start() throws that error, nothing has run, and the pipeline goes away cleanly.
+TEST(PipelineFailure, StartThrowsWhenAnIoThreadCannotBeMade) {
+  Watchdog watchdog;
+  std::atomic<std::int64_t> emitted{0};
+  {
+    Pipeline p({.io_threads = 2});
+    p.source(endless(emitted)) |
+        stage([](Tracked t) -> boost::asio::awaitable<Tracked> { co_return t; }) | sink(drop);
+    threads_before_failure.store(1, std::memory_order_relaxed);
+    EXPECT_THROW(p.start(), std::system_error);
+    threads_before_failure.store(-1, std::memory_order_relaxed);
+    EXPECT_EQ(p.state(), PipelineState::idle);
+  }
+  EXPECT_EQ(emitted.load(), 0);
 }
 
 // Two failures at once: the second does not cancel while the first's handler runs, so that
