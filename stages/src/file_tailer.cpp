@@ -145,6 +145,9 @@ struct FileTailer::File {
   std::uint64_t start = 0;        // the offset committed before any acknowledgement
   std::uint64_t unread_lost = 0;  // parked: bytes known to be there, unread, when truncated
   std::unique_ptr<detail::LineAssembler> assembler;
+  // The source's assembler, when this copy lacks the end of the line it was read into the middle
+  // of: that line goes out as cut off at the next read.
+  std::unique_ptr<detail::LineAssembler> cut_off;
   // gzip: inflated from the start, once, through `fd` (the stream owns it then); `skip` bytes
   // were handed out before a restart.
   std::unique_ptr<detail::ByteStream> gzip;
@@ -152,6 +155,10 @@ struct FileTailer::File {
   bool complete = false;
   bool compressed = false;  // its offsets count inflated bytes; `position` is not kept up
   std::shared_ptr<AckLedger> ledger;
+  // A copy shorter than what was read of its source: the source's ledger, whose lines before
+  // `start` (the copy's size then) are committed as it says, and the source's start.
+  std::shared_ptr<AckLedger> prior;
+  std::uint64_t prior_start = 0;
   std::shared_ptr<const Input> input;
   File* copy_of = nullptr;
   // A compressed file: the file it is the compressed form of, while that one is still known. Its
@@ -258,7 +265,18 @@ struct FileTailer::File {
 
   std::size_t& open_count;  // the tailer's count of open descriptors
   [[nodiscard]] std::uint64_t committed() const {
-    return ledger ? ledger->acknowledged().value_or(start) : start;
+    const std::uint64_t own = ledger ? ledger->acknowledged().value_or(start) : start;
+    if (!prior) return own;
+    // Its own lines count once the source's before them are delivered.
+    const std::uint64_t before = std::min(start, prior->acknowledged().value_or(prior_start));
+    return before < start ? before : own;
+  }
+  // Every line handed out was delivered.
+  [[nodiscard]] bool delivered() const {
+    const auto done = [](const std::shared_ptr<AckLedger>& of) {
+      return !of || (of->outstanding() == 0 && !of->failed());
+    };
+    return done(ledger) && done(prior);
   }
 };
 
@@ -636,13 +654,31 @@ void FileTailer::adopt_anew(File& copy) {
 }
 
 void FileTailer::go_on_in(File& copy, File& source, Clock::time_point now) {
-  copy.position = source.position;
-  copy.start = source.start;
-  copy.assembler = std::move(source.assembler);
-  copy.ledger = std::move(source.ledger);
-  // Lines written to the source after the copy was made, and read from it before its truncation,
-  // are not in the copy: it then has nothing left to read, and is not truncated for that.
-  copy.position = std::min(copy.position, size_of(copy.fd));
+  const std::uint64_t size = size_of(copy.fd);
+  if (size >= source.position) {
+    copy.position = source.position;
+    copy.start = source.start;
+    copy.assembler = std::move(source.assembler);
+    copy.ledger = std::move(source.ledger);
+    copy.prior = std::move(source.prior);
+    copy.prior_start = source.prior_start;
+  } else {
+    // The copy holds less than was read of the source: lines written to the source after the copy
+    // was made and read before its truncation are not in it, or it is another file that so far
+    // only begins as the source did (a header). It has nothing of that left to read, and goes on
+    // at its end, at offsets of its own, with a ledger of its own whose lines count once the
+    // source's are delivered. (Going on with the source's assembler and ledger gave its lines the
+    // source's offsets, and committed them before their delivery.)
+    copy.position = size;
+    copy.start = size;
+    copy.prior = std::move(source.ledger);
+    copy.prior_start = source.start;
+    if (source.assembler && (source.assembler->carried() > 0 || source.assembler->skipping())) {
+      copy.cut_off = std::move(source.assembler);
+    }
+    copy.assembler = std::make_unique<detail::LineAssembler>(options_.max_line_bytes, 0, size);
+    copy.ledger = std::make_shared<AckLedger>();
+  }
   copy.keep_head_before(copy.position);
   Input input = input_;
   input.file = copy.path;
@@ -694,6 +730,8 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->head = file.head;
     parked->assembler = std::move(file.assembler);
     parked->ledger = std::move(file.ledger);
+    parked->prior = std::move(file.prior);
+    parked->prior_start = file.prior_start;
     parked->input = file.input;
     parked->found = now;
     index(*parked);
@@ -708,7 +746,9 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
   file.size_seen = 0;
   file.head = {};
   file.ledger = nullptr;
+  file.prior = nullptr;
   file.assembler = nullptr;
+  file.cut_off = nullptr;
   for (auto& other : files_) {
     if (other->copy_of == &file && other->state == File::State::copy) other->copy_of = nullptr;
     if (other->compressed_from == &file) other->compressed_from = nullptr;  // its ledger went
@@ -920,6 +960,15 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
     cut->chunk.ack = file.ledger->issue(cut->end);
     return emit(std::move(cut->chunk));
   };
+  if (file.cut_off) {
+    std::optional<detail::Cut> cut = file.cut_off->finish(true);
+    file.cut_off = nullptr;
+    if (cut) cut->end = file.start;  // commits nothing of the copy's own
+    if (!hand_out(std::move(cut))) {
+      stopped = true;
+      return 0;
+    }
+  }
   std::size_t total = 0;
   // A few reads per file and poll, so that one busy file does not starve the others.
   for (int reads = 0; reads < 4 && file.position < size; ++reads) {
@@ -1137,9 +1186,8 @@ std::vector<CheckpointEntry> FileTailer::checkpoint() const {
 }
 
 bool FileTailer::acknowledged() const {
-  return std::all_of(files_.begin(), files_.end(), [](const std::unique_ptr<File>& file) {
-    return !file->ledger || (file->ledger->outstanding() == 0 && !file->ledger->failed());
-  });
+  return std::all_of(files_.begin(), files_.end(),
+                     [](const std::unique_ptr<File>& file) { return file->delivered(); });
 }
 
 std::vector<std::string> FileTailer::directories() const {

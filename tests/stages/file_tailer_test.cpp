@@ -712,6 +712,47 @@ TEST_F(FileTailerTest, ATruncationPastTheOldSizeIsFoundBehindTheSameHeader) {
   EXPECT_EQ(tailer.stats().truncations.load(), 1U);
 }
 
+// A file with a header truncated, and a new file that holds nothing but the header for longer
+// than rotate_wait: it is taken for the truncated file's copy (it begins as that one did, as far
+// as can be told), though shorter than what was read of that one. What was read there does not
+// carry over to it: its lines come once, at their own offsets, and a restart from the checkpoint
+// goes on where they end.
+TEST_F(FileTailerTest, AHeaderOnlyFileTakenForACopyGoesOnAtItsOwnOffsets) {
+  append_with_header("app.log", "old-", 0, 100);
+  append("app.log", "old-cut-off");  // its end never comes: dead-lettered as cut off
+  std::vector<CheckpointEntry> saved;
+  Collected out;
+  {
+    FileTailer tailer(options(), Input{"files"}, {});
+    Clock::time_point now = settle(tailer, out, Clock::now());
+    out.release();
+    fs::resize_file(path("app.log"), 0);
+    now = settle(tailer, out, now);
+    append("b.log", header);
+    now = settle(tailer, out, now);
+    now = settle(tailer, out, now + 2s);  // past rotate_wait: taken for the copy
+    append_lines("b.log", "new-", 0, 10);
+    now = settle(tailer, out, now);
+    expect_each_once(out, {{"old-", 100}, {"new-", 10}});
+    ASSERT_FALSE(out.held.empty());
+    EXPECT_EQ(out.held.back().offset, header.size());
+    EXPECT_EQ(tailer.stats().copies.load(), 1U);
+    EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+    EXPECT_EQ(out.overlong, 1U);
+    EXPECT_EQ(out.lines.count("old-cut-off"), 0U);
+    out.release();
+    saved = tailer.checkpoint();
+    EXPECT_EQ(offset_of(saved, path("b.log")), fs::file_size(path("b.log")));
+  }
+  append_lines("b.log", "new-", 10, 20);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected after;
+  (void)settle(again, after, Clock::now());
+  EXPECT_TRUE(after.each_once("new-", 10, 20));
+  EXPECT_EQ(after.lines.count("new-9"), 0U);
+  EXPECT_EQ(after.lines.size(), 10U);
+}
+
 // copytruncate whose copy the glob leaves out: the file is read again from its start, and the
 // bytes that were there unread are counted as lost, never silently.
 TEST_F(FileTailerTest, CopyTruncateWithoutTheCopyCountsWhatItLost) {
