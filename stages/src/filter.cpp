@@ -6,7 +6,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -159,33 +161,54 @@ struct Filter::Node {
     return false;
   }
 
+  // The comparison of a number; nullopt for a regular expression.
+  [[nodiscard]] std::optional<bool> compare_number(double value) const {
+    switch (op) {
+      case Op::present:
+        return true;
+      case Op::eq:
+        return value == number;
+      case Op::ne:
+        return value != number;
+      case Op::lt:
+        return value < number;
+      case Op::le:
+        return value <= number;
+      case Op::gt:
+        return value > number;
+      case Op::ge:
+        return value >= number;
+      default:
+        return std::nullopt;
+    }
+  }
+
   [[nodiscard]] bool compare(const Record& r) const {
     if (is_numeric(field)) {
       const double value = number_of(r, field);
       if (std::isnan(value)) return false;
-      switch (op) {
-        case Op::present:
-          return true;
-        case Op::eq:
-          return value == number;
-        case Op::ne:
-          return value != number;
-        case Op::lt:
-          return value < number;
-        case Op::le:
-          return value <= number;
-        case Op::gt:
-          return value > number;
-        case Op::ge:
-          return value >= number;
-        default:
-          break;
+      if (const std::optional<bool> result = compare_number(value)) return *result;
+      // As the record writes it: the shortest form that reads back the same (0.7, 200).
+      char formatted[32];
+      const auto written = std::to_chars(std::begin(formatted), std::end(formatted), value);
+      return re2::RE2::PartialMatch(
+                 std::string_view(formatted, static_cast<std::size_t>(written.ptr - formatted)),
+                 *pattern) == (op == Op::match);
+    }
+    if (field == FieldId::extra && numeric_value) {
+      // A JSON number kept under its key compares with a number as a number (10 > 9).
+      for (const Field& f : r.extra) {
+        if (f.name != name || !f.number) continue;
+        double value = 0;
+        const auto [end, error] =
+            std::from_chars(f.value.data(), f.value.data() + f.value.size(), value);
+        if (error != std::errc() || end != f.value.data() + f.value.size()) break;
+        if (const std::optional<bool> result = compare_number(value)) return *result;
+        break;
       }
-      const std::string formatted = std::to_string(static_cast<long long>(value));
-      return re2::RE2::PartialMatch(formatted, *pattern) == (op == Op::match);
     }
     const std::string_view value = text_of(r, field, name);
-    if (value.empty() && op != Op::ne) return false;
+    if (value.empty()) return false;  // a field the record does not have
     switch (op) {
       case Op::present:
         return true;
@@ -360,8 +383,10 @@ class ExpressionParser {
       ++at_;
       node.text = std::move(text);
     } else {
+      // A bare word ends at a space, a ')', or an '&&' or '||' written without spaces.
       const std::size_t start = at_;
-      while (at_ < text_.size() && text_[at_] != ' ' && text_[at_] != '\t' && text_[at_] != ')') {
+      while (at_ < text_.size() && text_[at_] != ' ' && text_[at_] != '\t' && text_[at_] != ')' &&
+             text_.substr(at_, 2) != "&&" && text_.substr(at_, 2) != "||") {
         ++at_;
       }
       if (at_ == start) fail("expected a value");

@@ -132,7 +132,7 @@ const std::unordered_set<std::string_view>& record_field_names() {
   static const std::unordered_set<std::string_view> names = {
       "time",  "host",     "user",      "method",   "path",     "protocol", "status",
       "bytes", "referrer", "agent",     "duration", "facility", "severity", "program",
-      "pid",   "message",  "timestamp", "input",    "line"};
+      "pid",   "message",  "timestamp", "input",    "line",     "file",     "offset"};
   return names;
 }
 

@@ -341,6 +341,36 @@ TEST(Filter, EvaluatesComparisonsAndBooleans) {
   EXPECT_TRUE(Filter().matches(r));
 }
 
+// A text field the record does not have compares false with != too, as a number does; '&&' and
+// '||' end a bare word; a number matched by a regular expression has its fraction; a JSON number
+// kept under its key compares as a number.
+TEST(Filter, MissingFieldsBareWordsAndNumbersAsText) {
+  Record r;
+  r.status = 404;
+  r.method = "GET";
+  r.path = "/web";
+  r.duration = 0.7;
+  const std::string latency = "10";
+  const std::string tag = "9z";
+  r.extra.push_back(conveyor::stages::Field{"latency", latency, true});
+  r.extra.push_back(conveyor::stages::Field{"tag", tag, false});
+  const auto holds = [&](const char* text) { return Filter::parse(text).matches(r); };
+  EXPECT_FALSE(holds("referrer != x"));
+  EXPECT_FALSE(holds("status != 200 and user != admin"));
+  EXPECT_FALSE(holds("missing != 3"));
+  EXPECT_TRUE(holds("method==GET||method==HEAD"));
+  EXPECT_TRUE(holds("method==POST||status==404"));
+  EXPECT_FALSE(holds("method==GET&&status==500"));
+  EXPECT_FALSE(holds("path~^/api||status==500")) << "a regular expression ends at || too";
+  EXPECT_TRUE(holds("duration ~ '^0\\.7$'"));
+  EXPECT_TRUE(holds("status ~ '^404$'"));
+  EXPECT_TRUE(holds("latency > 9"));
+  EXPECT_TRUE(holds("latency == 10.0"));
+  EXPECT_FALSE(holds("latency < 9"));
+  EXPECT_TRUE(holds("latency ~ ^1"));
+  EXPECT_TRUE(holds("tag > 9")) << "a string compares as text: \"9z\" > \"9\"";
+}
+
 TEST(Filter, BadExpressionsSayWhereAndWhat) {
   const auto position = [](const char* text) {
     try {

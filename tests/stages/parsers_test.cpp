@@ -320,6 +320,16 @@ TEST(JsonParser, FirstKeyWinsAndNothingIsLost) {
   EXPECT_EQ(extra(r, "_path"), "[1,2]");                            // nothing taken from it
   EXPECT_EQ(r.agent, "x");
   EXPECT_EQ(extra(r, "_agent"), "(none)");
+
+  // The names a tailed file's records carry too (Fluent Bit's Path_Key and Offset_Key add them).
+  line = R"({"status":200,"offset":7,"file":"x","input":"i","line":3})";
+  ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr);
+  EXPECT_EQ(extra(r, "_offset"), "7");
+  EXPECT_EQ(extra(r, "_file"), "x");
+  EXPECT_EQ(extra(r, "_input"), "i");
+  EXPECT_EQ(extra(r, "_line"), "3");
+  EXPECT_EQ(extra(r, "offset"), "(none)");
+  EXPECT_EQ(extra(r, "file"), "(none)");
 }
 
 // One pass reads all of a line: whatever is not valid JSON, mapped or kept or neither, is rejected.
