@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "conveyor/stages/checkpoint_file.hpp"
-#include "conveyor/stages/count_lines.hpp"
 #include "conveyor/stages/file_tailer.hpp"
+#include "conveyor/stages/line_splitter.hpp"
 
 namespace conveyor::log_ingest {
 
@@ -184,10 +184,16 @@ class CheckpointSaver {
   std::thread thread_;  // last: it starts once the rest is built
 };
 
-std::size_t lines_in(const stages::Chunk& chunk) {
-  std::size_t lines = stages::count_newlines(chunk.text);
-  if (!chunk.text.empty() && chunk.text.back() != '\n') ++lines;
-  return lines + chunk.overlong.size();
+// The chunk's lines (those dead-lettered included), and how many of them are blank.
+void count_lines(const stages::Chunk& chunk, Delivery& delivery) {
+  std::uint64_t lines = 0;
+  std::uint64_t blank = 0;
+  stages::for_each_line(chunk.text, [&](std::string_view line, std::uint64_t) {
+    ++lines;
+    blank += stages::blank_line(line) ? 1 : 0;
+  });
+  delivery.messages = lines + chunk.overlong.size();
+  delivery.blank = blank;
 }
 
 // For the tests: CONVEYOR_CHECKPOINT_FAULT=STEP (write, halfway, fsync_file, rename,
@@ -287,7 +293,7 @@ void FileInput::follow() {
     AckToken token =
         chunk.ack;  // failed if the Ingress refuses the chunk, so that it is read again
     Delivery delivery;
-    delivery.messages = lines_in(chunk);
+    count_lines(chunk, delivery);
     delivery.chunk = std::move(chunk);
     // The checkpoint is saved on time within a poll too, and while the queue is full (catching
     // up, the outputs slower than the files grow): what the outputs write meanwhile is not read

@@ -10,14 +10,14 @@
 namespace conveyor::log_ingest {
 
 bool Ingress::try_push(Delivery& delivery, InputCounters& counters) {
-  const std::uint64_t messages = delivery.messages;
+  const std::uint64_t messages = delivery.counted();
   if (!queue_.try_push(delivery)) return false;
   InputCounters::add(counters.received, messages);
   return true;
 }
 
 bool Ingress::push(Delivery&& delivery, InputCounters& counters) {
-  const std::uint64_t messages = delivery.messages;
+  const std::uint64_t messages = delivery.counted();
   if (!queue_.push(std::move(delivery))) return false;
   InputCounters::add(counters.received, messages);
   return true;
@@ -25,15 +25,15 @@ bool Ingress::push(Delivery&& delivery, InputCounters& counters) {
 
 bool Ingress::try_push_for(Delivery& delivery, InputCounters& counters,
                            std::chrono::milliseconds timeout) {
-  const std::uint64_t messages = delivery.messages;
+  const std::uint64_t messages = delivery.counted();
   if (!queue_.try_push_for(delivery, timeout)) return false;
   InputCounters::add(counters.received, messages);
   return true;
 }
 
 void Ingress::drop(const Delivery& delivery, InputCounters& counters) noexcept {
-  InputCounters::add(counters.received, delivery.messages);
-  InputCounters::add(counters.dropped, delivery.messages);
+  InputCounters::add(counters.received, delivery.counted());
+  InputCounters::add(counters.dropped, delivery.counted());
 }
 
 std::optional<stages::Chunk> Ingress::pop() {

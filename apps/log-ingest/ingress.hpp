@@ -86,8 +86,13 @@ struct InputCounters {
 // A chunk, the messages in it, and the stream (connection) it came from.
 struct Delivery {
   stages::Chunk chunk;
-  std::uint64_t messages = 0;
+  std::uint64_t messages = 0;  // its lines, the dead-lettered ones included
+  std::uint64_t blank = 0;     // of those, blank lines the parse stage skips (a file's)
   std::uint64_t stream = 0;
+
+  // What counts as received: blank lines are skipped and not counted, from a file as from a
+  // connection (where the chunk's text never holds them).
+  [[nodiscard]] std::uint64_t counted() const noexcept { return messages - blank; }
 };
 
 class Ingress {

@@ -77,6 +77,36 @@ TEST(FileInput, SavesItsCheckpointWhileItWaitsForRoom) {
   fs::remove_all(dir);
 }
 
+// Blank lines are skipped and not counted, from a file as from a connection: a file's chunk holds
+// them (the parse stage skips them), and received counts the others, so that a drain's
+// accounting holds (it counted them as received, and they came out as lost).
+TEST(FileInput, BlankLinesAreNotCountedAsReceived) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-file-input-blank-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "logs");
+  std::ofstream(dir / "logs" / "a.log")
+      << "<13>Jun  1 00:00:00 host app: one\n\n  \t\n\r\n<13>Jun  1 00:00:01 host app: two\r\n \n";
+  InputConfig config;
+  config.name = "app";
+  config.type = InputType::file;
+  config.file.include = {(dir / "logs" / "*.log").string()};
+  Ingress ingress(16);
+  InputCounters counters("app");
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+    ASSERT_TRUE(chunk.has_value());
+    EXPECT_EQ(chunk->first_line, 1U);
+    EXPECT_EQ(InputCounters::read(counters.received), 2U);
+    ingress.close();
+    input.stop_accepting();
+  }
+  fs::remove_all(dir);
+}
+
 // A file closed as idle and written to again is read at once, not at the next look for files (an
 // hour away here): inotify names the file written to, and the input opens it again.
 TEST(FileInput, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
