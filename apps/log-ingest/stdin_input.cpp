@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <string_view>
 
 namespace conveyor::log_ingest {
@@ -36,13 +38,12 @@ void StdinInput::read_all() {
       builder.pop();
     }
   };
-  bool cut = false;
+  // Only the end of the input ends its last line; a stop with nothing ready, the drain's
+  // deadline or a read error leaves a line without its end cut off.
+  bool at_end = false;
   for (;;) {
     // Relaxed: a flag, set once; what was read is handed over below whenever it is seen.
-    if (cut_.load(std::memory_order_relaxed)) {
-      cut = true;
-      break;
-    }
+    if (cut_.load(std::memory_order_relaxed)) break;
     pollfd ready{.fd = STDIN_FILENO, .events = POLLIN, .revents = 0};
     // Wakes every 100 ms to see a stop; after one, reads only what is there already.
     const bool stopping = stop_.load(std::memory_order_relaxed);
@@ -54,16 +55,26 @@ void StdinInput::read_all() {
     }
     const ssize_t count = ::read(STDIN_FILENO, buffer.data(), buffer.size());
     if (count < 0 && errno == EINTR) continue;
-    if (count <= 0) break;  // the end, or an error that reading again would repeat
+    if (count < 0 && errno == EAGAIN) continue;  // a non-blocking descriptor another reader drained
+    if (count < 0) {
+      const int error = errno;
+      std::fprintf(stderr, "log-ingest: input '%s': cannot read stdin: %s; it ends here\n",
+                   config_.name.c_str(), std::strerror(error));
+      break;
+    }
+    if (count == 0) {
+      at_end = true;
+      break;
+    }
     InputCounters::add(counters_.bytes, static_cast<std::uint64_t>(count));
     decoder.feed(std::string_view(buffer.data(), static_cast<std::size_t>(count)), builder);
     hand_over();
   }
-  // Cut off at the drain's deadline: a line still without its end is dead-lettered as truncated.
-  if (cut) {
-    decoder.cut(builder);
-  } else {
+  // A line still without its end is dead-lettered as truncated, unless the input ended there.
+  if (at_end) {
     decoder.finish(builder);
+  } else {
+    decoder.cut(builder);
   }
   hand_over();
   finished_.store(true, std::memory_order_release);

@@ -407,6 +407,27 @@ TEST(LogIngestServe, QuietStdinDrainsOnSigterm) {
   EXPECT_EQ(counts.at("written"), 100U);
 }
 
+// A drain that finds stdin open and quiet stops reading it there: a line the writer had not
+// ended is cut off, and dead-lettered as such, not written as if it were whole.
+TEST(LogIngestServe, AQuietStdinsUnfinishedLineIsCutOffByTheDrain) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("stdin-half", "", "  - {type: stdin, format: syslog}\n", /*pipe_stdin=*/true);
+  std::string text;
+  for (int i = 0; i < 10; ++i)
+    text += syslog_message(name("h", i)) + "\n";
+  text += syslog_message("half a line");  // its end never comes
+  service.child().write_stdin(text);
+  ASSERT_TRUE(Service::eventually([&] { return service.child().stdin_unread() == 0; }));
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 11U) << service.log();
+  EXPECT_EQ(counts.at("written"), 10U);
+  EXPECT_EQ(counts.at("rejected"), 1U);
+  EXPECT_EQ(lines_of(service.records()).size(), 10U);
+  EXPECT_EQ(read_file(service.records()).find("half a line"), std::string::npos);
+  EXPECT_NE(read_file(service.dead_letters()).find("half a line"), std::string::npos);
+}
+
 // A stdin that is never quiet, here a file that is always ready to read, does not hold up a
 // drain past drain_timeout: the reader is cut off there, what it read is accounted for, and the
 // service exits 0 without reading the rest. (It read to the file's end, whatever the timeout.)
