@@ -278,16 +278,28 @@ void FileInput::follow() {
     saver.post(tailer.checkpoint());
     last_save = Clock::now();
   };
+  // The counters go on from what the input's earlier forms counted (a reload replaces the input
+  // and keeps its counters); the tailer's own start from 0. Relaxed: counts, read by the metrics.
+  struct Counted {
+    std::atomic<std::uint64_t>& counter;
+    const std::atomic<std::uint64_t>& tailed;
+    std::uint64_t before;
+  };
+  const std::array<Counted, 4> counted{{
+      {counters_.rotations, tailer.stats().rotations, InputCounters::read(counters_.rotations)},
+      {counters_.truncations, tailer.stats().truncations,
+       InputCounters::read(counters_.truncations)},
+      {counters_.lost_truncated_bytes, tailer.stats().lost_truncated_bytes,
+       InputCounters::read(counters_.lost_truncated_bytes)},
+      {counters_.bytes, tailer.stats().bytes, InputCounters::read(counters_.bytes)},
+  }};
   const auto publish = [&] {
     const stages::TailStats& stats = tailer.stats();
     counters_.files.store(stats.files.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    counters_.rotations.store(stats.rotations.load(std::memory_order_relaxed),
-                              std::memory_order_relaxed);
-    counters_.truncations.store(stats.truncations.load(std::memory_order_relaxed),
-                                std::memory_order_relaxed);
-    counters_.lost_truncated_bytes.store(stats.lost_truncated_bytes.load(std::memory_order_relaxed),
-                                         std::memory_order_relaxed);
-    counters_.bytes.store(stats.bytes.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    for (const Counted& each : counted) {
+      each.counter.store(each.before + each.tailed.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
+    }
   };
   const auto emit = [&](stages::Chunk&& chunk) {
     AckToken token =

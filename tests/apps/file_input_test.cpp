@@ -100,7 +100,58 @@ TEST(FileInput, BlankLinesAreNotCountedAsReceived) {
     std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
     ASSERT_TRUE(chunk.has_value());
     EXPECT_EQ(chunk->first_line, 1U);
+    // Counted just after the push.
+    for (int i = 0; i < 1000 && InputCounters::read(counters.received) < 2; ++i)
+      std::this_thread::sleep_for(1ms);
+    std::this_thread::sleep_for(10ms);
     EXPECT_EQ(InputCounters::read(counters.received), 2U);
+    ingress.close();
+    input.stop_accepting();
+  }
+  fs::remove_all(dir);
+}
+
+// A reload replaces the input and keeps its counters: the new one counts on from what the old one
+// counted, instead of starting them again from its own tailer's zero.
+TEST(FileInput, AReplacementKeepsCountingFromTheOldInputsCounts) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const fs::path dir =
+      fs::temp_directory_path() / ("conveyor-file-input-again-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "logs");
+  const fs::path log = dir / "logs" / "a.log";
+  const std::string first = "<13>Jun  1 00:00:00 host app: first\n";
+  const std::string second = "<13>Jun  1 00:00:01 host app: the second line\n";
+  std::ofstream(log) << first;
+  InputConfig config;
+  config.name = "app";
+  config.type = InputType::file;
+  config.file.include = {(dir / "logs" / "*.log").string()};
+  config.file.checkpoint_interval = 1ms;
+  Ingress ingress(16);
+  InputCounters counters("app");
+  const auto bytes_reach = [&](std::uint64_t expected) {
+    for (int i = 0; i < 1000 && InputCounters::read(counters.bytes) < expected; ++i)
+      std::this_thread::sleep_for(10ms);
+    return InputCounters::read(counters.bytes);
+  };
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    ASSERT_TRUE(ingress.pop().has_value());  // written: its token settles
+    EXPECT_EQ(bytes_reach(first.size()), first.size());
+    for (int i = 0; i < 1000 && checkpointed(input.checkpoint_path()) != first.size(); ++i)
+      std::this_thread::sleep_for(10ms);
+    input.stop_accepting();
+  }
+  std::ofstream(log, std::ios::app) << second;
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    input.start();
+    std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
+    ASSERT_TRUE(chunk.has_value());
+    EXPECT_EQ(chunk->text, second) << "the checkpoint was not kept";
+    EXPECT_EQ(bytes_reach(first.size() + second.size()), first.size() + second.size());
     ingress.close();
     input.stop_accepting();
   }
