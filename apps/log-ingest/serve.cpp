@@ -219,8 +219,10 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
   parse->filter = std::move(*filter);
   parse->projection.fields = config.fields;
   // Frames over the limit are dead-lettered by the inputs; every other one is parsed, even once
-  // its line feeds became `#012` (up to four times as long).
-  parse->max_line_length = std::max(config.limits.max_frame_bytes * 4, std::size_t{1} << 16U);
+  // its line feeds became `#012`. Each input's chunks carry the limit it was opened with
+  // (ServiceInput), so that a reload that raises it takes effect; this is the bound of them all.
+  parse->max_line_length =
+      LimitsConfig{.max_frame_bytes = LimitsConfig::largest_frame}.max_parsed_line();
   parse->syslog_year = stages::current_utc_year();
 
   std::shared_ptr<ServeOutputs> outputs;

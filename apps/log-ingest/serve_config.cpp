@@ -393,7 +393,8 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
                       if (limit == "max_connections")
                         limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
                       if (limit == "max_frame_bytes")
-                        limits.max_frame_bytes = reader.size(setting, where, 64, 64U << 20U);
+                        limits.max_frame_bytes =
+                            reader.size(setting, where, 64, LimitsConfig::largest_frame);
                       if (limit == "max_body_bytes")
                         limits.max_body_bytes = reader.size(setting, where, 64, 1U << 30U);
                       if (limit == "idle_timeout") {

@@ -9,6 +9,7 @@
 // key. A config that loads is complete: every field holds its value or its default.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <stdexcept>
@@ -74,10 +75,18 @@ struct InputConfig {
 };
 
 struct LimitsConfig {
+  static constexpr std::size_t largest_frame = std::size_t{64} << 20U;  // max_frame_bytes' bound
+
   std::size_t max_connections = 1024;  // per TCP input
   std::size_t max_frame_bytes = std::size_t{64} << 10;
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
   std::size_t max_body_bytes = std::size_t{1} << 20U;  // an HTTP request's body
+
+  // The longest line the parse stage takes from a listener: a frame of max_frame_bytes whose line
+  // feeds became `#012` (four times as long), and at least 64 KiB.
+  [[nodiscard]] std::size_t max_parsed_line() const noexcept {
+    return std::max(max_frame_bytes * 4, std::size_t{1} << 16U);
+  }
 
   bool operator==(const LimitsConfig&) const = default;
 };

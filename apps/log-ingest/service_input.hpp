@@ -43,7 +43,10 @@ class ServiceInput {
         ingress_(ingress),
         counters_(counters),
         input_(std::make_shared<const stages::Input>(
-            stages::Input{.name = config.name, .index = 0, .format = config.format})) {}
+            stages::Input{.name = config.name,
+                          .index = 0,
+                          .format = config.format,
+                          .max_line_length = limits.max_parsed_line()})) {}
 
   const InputConfig config_;
   const LimitsConfig limits_;

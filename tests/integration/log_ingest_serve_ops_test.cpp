@@ -879,6 +879,30 @@ TEST(LogIngestServeOps, AnInputThatCannotReopenGoesOnWithItsPreviousSettings) {
   EXPECT_EQ(counts.at("written"), 2U);
 }
 
+// A reload that raises max_frame_bytes raises what the parse stage takes from the inputs too:
+// a frame the new limit allows is written, not dead-lettered as too long by a limit kept from
+// the start.
+TEST(LogIngestServeOps, AReloadThatRaisesTheFrameLimitLetsLongerFramesThrough) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("reload-frame", "  limits: {max_frame_bytes: 64KiB}\n");
+  ASSERT_TRUE(service.reload_replacing("limits: {max_frame_bytes: 64KiB}",
+                                       "limits: {max_frame_bytes: 1MiB}"));
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
+  })) << service.log();
+  const std::uint16_t port = last_port(service.log(), "syslog_tcp", "syslog_tcp");
+  ASSERT_NE(port, service.port("syslog_tcp")) << service.log();
+  {
+    Client client(port);
+    ASSERT_TRUE(client.send(syslog_message(std::string(300 << 10, 'x')) + "\n"));
+  }
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  const auto counts = accounting(service.log(), "drained");
+  EXPECT_EQ(counts.at("received"), 1U) << service.log();
+  EXPECT_EQ(counts.at("written"), 1U) << service.log();
+  EXPECT_EQ(counts.at("rejected"), 0U);
+}
+
 // A reload that replaces a TCP input (here, the limits changed) leaves the old listener's
 // clients connected until they close: `max_connections` and the `connections` gauge count them
 // with the new listener's, as one input.
@@ -898,14 +922,8 @@ TEST(LogIngestServeOps, AReplacedInputsDrainingClientsCountAgainstItsLimit) {
   ASSERT_TRUE(Service::eventually([&] {
     return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
   })) << service.log();
-  // The new listener's port: the last one the log names for the input.
-  const std::string log = service.log();
-  const std::regex where(R"(input 'syslog_tcp' \(syslog_tcp\) on tcp://[0-9.]+:([0-9]+))");
-  std::uint16_t port = 0;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), where); it != std::sregex_iterator();
-       ++it)
-    port = static_cast<std::uint16_t>(std::stoi((*it)[1]));
-  ASSERT_NE(port, service.port("syslog_tcp")) << log;
+  const std::uint16_t port = last_port(service.log(), "syslog_tcp", "syslog_tcp");
+  ASSERT_NE(port, service.port("syslog_tcp")) << service.log();
   Client new_client(port);
   ASSERT_TRUE(new_client.send(syslog_message("new") + "\n"));
 #ifdef CONVEYOR_HAS_PROMETHEUS
