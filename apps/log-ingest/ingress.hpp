@@ -52,7 +52,9 @@ struct InputCounters {
       : name(std::move(input_name)), http(http_input) {}
 
   const std::string name;
-  const bool http;                            // answers HTTP requests: http_responses are its
+  // The input answers, or once answered, HTTP requests: http_responses are its. Set for good once
+  // a reload makes it an HTTP input (its counters go on under its name, and stay exported).
+  std::atomic<bool> http;
   std::atomic<std::uint64_t> received{0};     // messages, those dropped and dead-lettered included
   std::atomic<std::uint64_t> bytes{0};        // bytes read from clients
   std::atomic<std::uint64_t> dropped{0};      // UDP: queue full (reason "udp_overflow")

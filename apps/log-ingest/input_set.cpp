@@ -27,7 +27,9 @@ std::unique_ptr<ServiceInput> InputSet::make(const InputConfig& config,
   {
     std::lock_guard lock(counters_mutex_);
     auto& slot = counters_[config.name];
-    if (!slot) slot = std::make_unique<InputCounters>(config.name, config.type == InputType::http);
+    if (!slot) slot = std::make_unique<InputCounters>(config.name);
+    // Relaxed: a flag that only ever turns on, read by the metrics.
+    if (config.type == InputType::http) slot->http.store(true, std::memory_order_relaxed);
     counters = slot.get();
   }
   switch (config.type) {

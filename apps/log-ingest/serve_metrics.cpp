@@ -57,7 +57,7 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
       prometheus::family("log_ingest_http_responses_total",
                          "HTTP answers of an http input, by code.", MetricType::Counter);
   for (const InputCounters* input : inputs) {
-    if (!input->http) continue;
+    if (!input->http.load(std::memory_order_relaxed)) continue;
     for (std::size_t i = 0; i < http_codes.size(); ++i) {
       prometheus::add_counter(responses,
                               {{"input", input->name}, {"code", std::to_string(http_codes[i])}},

@@ -879,6 +879,29 @@ TEST(LogIngestServeOps, AnInputThatCannotReopenGoesOnWithItsPreviousSettings) {
   EXPECT_EQ(counts.at("written"), 2U);
 }
 
+#ifdef CONVEYOR_HAS_PROMETHEUS
+// An input that a reload turns into an HTTP input under the same name has its answers exported.
+TEST(LogIngestServeOps, AnInputReloadedAsHttpHasItsAnswersCounted) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service("reload-http", "",
+                  "  - {name: web, type: tcp, listen: \"127.0.0.1:0\", format: json}\n");
+  ASSERT_TRUE(service.reload_replacing("{name: web, type: tcp,", "{name: web, type: http,"));
+  ASSERT_TRUE(Service::eventually([&] {
+    return service.log().find("inputs: kept 0, reopened 1") != std::string::npos;
+  })) << service.log();
+  const std::uint16_t port = last_port(service.log(), "web", "http");
+  ASSERT_NE(port, 0U) << service.log();
+  EXPECT_EQ(post(port, R"({"path":"/after-reload","status":200})"
+                       "\n")
+                .first,
+            200U);
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_http_responses_total{input=\"web\",code=\"200\"}") == 1.0;
+  })) << service.log();
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+}
+#endif
+
 // A reload that raises max_frame_bytes raises what the parse stage takes from the inputs too:
 // a frame the new limit allows is written, not dead-lettered as too long by a limit kept from
 // the start.
