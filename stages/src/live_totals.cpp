@@ -1,5 +1,6 @@
 // LiveTotals: per-worker slots summed for a reader.
 #include "conveyor/stages/live_totals.hpp"
+#include "saturating_add.hpp"
 
 namespace conveyor::stages {
 
@@ -8,7 +9,7 @@ void LiveTotals::Counts::add(const Counts& other) noexcept {
   records += other.records;
   rejected += other.rejected;
   filtered += other.filtered;
-  bytes += other.bytes;
+  detail::saturating_add(bytes, other.bytes);
   for (std::size_t i = 0; i < status_classes; ++i)
     by_status_class[i] += other.by_status_class[i];
 }
@@ -28,7 +29,7 @@ void LiveTotals::Counts::add(const LineCounts& counts) noexcept {
 }
 
 void LiveTotals::Counts::add(const Record& record) noexcept {
-  if (record.bytes > 0) bytes += static_cast<std::uint64_t>(record.bytes);
+  if (record.bytes > 0) detail::saturating_add(bytes, static_cast<std::uint64_t>(record.bytes));
   const bool known = record.status >= 100 && record.status < 600;
   ++by_status_class[known ? static_cast<std::size_t>(record.status / 100 - 1) : status_classes - 1];
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "conveyor/stages/json_writer.hpp"
+#include "saturating_add.hpp"
 
 namespace conveyor::stages {
 
@@ -210,7 +211,7 @@ void Summary::add(const Record& r) {
   by_host.add(r.host);
   by_path.add(r.path);
   by_program.add(r.program);
-  if (r.bytes > 0) bytes += static_cast<std::uint64_t>(r.bytes);
+  if (r.bytes > 0) detail::saturating_add(bytes, static_cast<std::uint64_t>(r.bytes));
   if (r.has_time()) {
     std::int64_t minute = r.time / 60;
     if (r.time < 0 && r.time % 60 != 0) --minute;
@@ -237,7 +238,7 @@ void Summary::merge(Summary&& other) {
   by_host.merge(other.by_host);
   by_path.merge(other.by_path);
   by_program.merge(other.by_program);
-  bytes += other.bytes;
+  detail::saturating_add(bytes, other.bytes);
   time_unparsed += other.time_unparsed;
   minutes_dropped += other.minutes_dropped;
   for (const auto& [minute, count] : other.per_minute)

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -566,6 +567,24 @@ TEST(Summary, PartialsMergeToWhatOneSummaryOfEverythingSays) {
   EXPECT_NEAR(a.duration.quantile(0.99), 0.99, 0.02);
   simdjson::dom::parser parser;
   EXPECT_NO_THROW((void)parser.parse(a.to_json(5)));
+}
+
+// Byte counts come from the input, which may claim up to 9.2e18 a line: the total stops at the
+// largest value rather than wrapping round to a small one, in one summary and in a merge.
+TEST(Summary, TheByteTotalDoesNotWrapRound) {
+  Summary a;
+  Summary b;
+  Record r;
+  r.bytes = 9'000'000'000'000'000'000;
+  for (int i = 0; i < 3; ++i)
+    a.add(r);
+  EXPECT_EQ(a.bytes, std::numeric_limits<std::uint64_t>::max());
+  b.add(r);
+  b.add(r);
+  Summary c;
+  c.add(r);
+  b.merge(std::move(c));
+  EXPECT_EQ(b.bytes, std::numeric_limits<std::uint64_t>::max());
 }
 
 // The parse stage as a chain on its own, run by conveyor::testing::run: every chunk comes back as
