@@ -158,15 +158,25 @@ bool to_number(std::string_view text, double& out) noexcept {
 // Epoch seconds, milliseconds, microseconds or nanoseconds, told apart by magnitude (after 1973
 // each unit's count has more digits than the coarser one's), within what an int64_t holds and a
 // calendar date can show: years 0 to 9999.
-bool to_epoch(double number, std::int64_t& out) noexcept {
+// A whole number is divided as an integer (a double holds a nanosecond count to 256 ns only, and
+// rounding it could reach the next second); either way the seconds are rounded down, so that
+// -1.5 is a second and a half before the epoch.
+bool to_epoch(std::string_view text, double number, std::int64_t& out) noexcept {
   constexpr double first = -62167219200.0;  // 0000-01-01T00:00:00Z
   constexpr double last = 253402300799.0;   // 9999-12-31T23:59:59Z
-  const double seconds = number > 1e17   ? number / 1e9
-                         : number > 1e14 ? number / 1e6
-                         : number > 1e11 ? number / 1e3
-                                         : number;
+  const std::int64_t unit = number > 1e17   ? 1'000'000'000
+                            : number > 1e14 ? 1'000'000
+                            : number > 1e11 ? 1'000
+                                            : 1;
+  const double seconds = number / static_cast<double>(unit);
   if (seconds < first || seconds > last) return false;
-  out = static_cast<std::int64_t>(seconds);
+  std::int64_t whole = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), whole);
+  if (error == std::errc() && end == text.data() + text.size()) {
+    out = whole / unit - (whole % unit < 0 ? 1 : 0);
+    return true;
+  }
+  out = static_cast<std::int64_t>(std::floor(seconds));
   return true;
 }
 
@@ -396,7 +406,7 @@ class Mapper {
         if (record_.has_time()) return false;  // the first key that maps wins
         std::int64_t time = 0;
         if (!(is_string && (parse_rfc3339(text, time) || parse_clf_time(text, time))) &&
-            !(to_number(text, number) && to_epoch(number, time))) {
+            !(to_number(text, number) && to_epoch(text, number, time))) {
           record_.time_unparsed = true;  // counted, and kept as an extra field
           return false;
         }

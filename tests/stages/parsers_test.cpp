@@ -189,7 +189,10 @@ TEST(JsonParser, ReadsEpochTimesInAnyUnit) {
        {std::string("1717200000"), std::string("1717200000123"), std::string("1717200000123456"),
         std::string("1717200000123456789"), std::string("\"1717200000\""),
         std::string("\"1717200000123456789\""), std::string("\"2024-06-01 00:00:00\""),
-        std::string("\"2024-06-01T02:00:00.123456789+02:00\"")}) {
+        std::string("\"2024-06-01T02:00:00.123456789+02:00\""),
+        // The last nanosecond of the second, which a double would round up into the next one.
+        std::string("1717200000999999999"), std::string("\"1717200000999999999\""),
+        std::string("1717200000999"), std::string("1717200000.999")}) {
     Record r;
     const std::string line = R"({"@timestamp":)" + time + "}";
     ASSERT_EQ(parser.parse(line, line.size(), r, arena), nullptr) << time;
@@ -207,6 +210,10 @@ TEST(JsonParser, ReadsEpochTimesInAnyUnit) {
   ASSERT_EQ(parser.parse(readable, readable.size(), r, arena), nullptr);
   EXPECT_FALSE(r.time_unparsed);
   EXPECT_EQ(r.time, 1717200000);
+  // Before the epoch, a fraction rounds down: a second and a half before is 23:59:58.
+  const std::string before = R"({"time":-1.5})";
+  ASSERT_EQ(parser.parse(before, before.size(), r, arena), nullptr);
+  EXPECT_EQ(r.time, -2);
 }
 
 // The first line of each key map, as its writer emits it.
