@@ -85,6 +85,7 @@ void LatencyProbe::scan(std::string_view text) {
 
 void LatencyProbe::follow() {
   std::string carry;
+  bool rotated = false;
   std::string buffer(1U << 20U, '\0');
   while (!stop_.load(std::memory_order_relaxed)) {
     if (fd_ < 0) {  // not there yet: read from its beginning once it is
@@ -99,7 +100,20 @@ void LatencyProbe::follow() {
       if (seen_.load(std::memory_order_relaxed) >= expected_.load(std::memory_order_relaxed)) {
         break;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      if (rotated) {  // the old file read to its end once the path named the new one
+        ::close(fd_);
+        fd_ = -1;
+        carry.clear();
+        rotated = false;
+        continue;
+      }
+      // The output rotated (its path names another file): read the rest of this one, then go on
+      // in the new one from its beginning.
+      struct stat by_path {};
+      struct stat open_file {};
+      rotated = ::stat(file_.c_str(), &by_path) == 0 && ::fstat(fd_, &open_file) == 0 &&
+                (by_path.st_ino != open_file.st_ino || by_path.st_dev != open_file.st_dev);
+      if (!rotated) std::this_thread::sleep_for(std::chrono::microseconds(500));
       continue;
     }
     // Whole lines only, so that a mark is never cut in two.

@@ -70,6 +70,20 @@ TEST_F(LatencyProbeTest, MarkLeavesOtherLinesAlone) {
   }
 }
 
+// The service's output rotates during a run (rotate.bytes, or a SIGHUP after logrotate's rename):
+// the marks written to the old file and to the new one at the same path are all found.
+TEST_F(LatencyProbeTest, FollowsTheOutputAcrossARotation) {
+  append("");
+  LatencyProbe probe(path_);
+  append(marked_record() + marked_record());
+  const std::string old_path = path_ + ".1";
+  fs::rename(path_, old_path);
+  append(marked_record());
+  const LatencyReport report = probe.finish(3, 5s);
+  fs::remove(old_path);
+  EXPECT_EQ(report.micros.size(), 3U);
+}
+
 TEST_F(LatencyProbeTest, FindsTheMarksAppendedAfterItStartsAndNoneBefore) {
   append(marked_record());  // made before the probe: followed from the end, and too old anyway
   LatencyProbe probe(path_);
