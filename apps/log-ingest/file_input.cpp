@@ -279,26 +279,27 @@ void FileInput::follow() {
     last_save = Clock::now();
   };
   // The counters go on from what the input's earlier forms counted (a reload replaces the input
-  // and keeps its counters); the tailer's own start from 0. Relaxed: counts, read by the metrics.
+  // and keeps its counters, which a listener of the same name may still add to while its
+  // connections drain): each publish adds what the tailer counted since the last one. Relaxed:
+  // counts, read by the metrics.
   struct Counted {
     std::atomic<std::uint64_t>& counter;
     const std::atomic<std::uint64_t>& tailed;
-    std::uint64_t before;
+    std::uint64_t published = 0;
   };
-  const std::array<Counted, 4> counted{{
-      {counters_.rotations, tailer.stats().rotations, InputCounters::read(counters_.rotations)},
-      {counters_.truncations, tailer.stats().truncations,
-       InputCounters::read(counters_.truncations)},
-      {counters_.lost_truncated_bytes, tailer.stats().lost_truncated_bytes,
-       InputCounters::read(counters_.lost_truncated_bytes)},
-      {counters_.bytes, tailer.stats().bytes, InputCounters::read(counters_.bytes)},
+  std::array<Counted, 4> counted{{
+      {counters_.rotations, tailer.stats().rotations},
+      {counters_.truncations, tailer.stats().truncations},
+      {counters_.lost_truncated_bytes, tailer.stats().lost_truncated_bytes},
+      {counters_.bytes, tailer.stats().bytes},
   }};
   const auto publish = [&] {
     const stages::TailStats& stats = tailer.stats();
     counters_.files.store(stats.files.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    for (const Counted& each : counted) {
-      each.counter.store(each.before + each.tailed.load(std::memory_order_relaxed),
-                         std::memory_order_relaxed);
+    for (Counted& each : counted) {
+      const std::uint64_t now = each.tailed.load(std::memory_order_relaxed);
+      InputCounters::add(each.counter, now - each.published);
+      each.published = now;
     }
   };
   const auto emit = [&](stages::Chunk&& chunk) {
