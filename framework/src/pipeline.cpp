@@ -255,12 +255,14 @@ void Pipeline::plan() {
     throw std::logic_error("conveyor: a pipeline needs a source, then stages, then a sink");
   }
   std::size_t sources = 0;
+  std::size_t sinks = 0;
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (next_[i].empty() != (nodes_[i]->role() == Role::sink)) {
       throw std::logic_error(
           "conveyor: a pipeline needs a source, then stages, then a sink (in every branch)");
     }
     if (nodes_[i]->role() == Role::source) ++sources;
+    if (nodes_[i]->role() == Role::sink) ++sinks;
     // A merge's edge has the workers of its inputs as its producers, and nothing else.
     for (const std::size_t parent : parents_[i]) {
       if (parents_[i].size() > 1 && (next_[parent].size() > 1 || routes(parent))) {
@@ -278,10 +280,13 @@ void Pipeline::plan() {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     detail::NodeBase& node = *nodes_[i];
     if (node.name().empty()) {
+      // Unique, so that each stage has statistics and metrics of its own (the branches of a tee
+      // or a route end in sinks of their own).
       std::string name = node.role() == Role::source
                              ? sources > 1 ? "source-" + std::to_string(i) : std::string("source")
-                         : node.role() == Role::sink ? "sink"
-                                                     : "stage-" + std::to_string(i);
+                         : node.role() == Role::sink
+                             ? sinks > 1 ? "sink-" + std::to_string(i) : std::string("sink")
+                             : "stage-" + std::to_string(i);
       const std::lock_guard lock(names_mutex_);
       node.set_name(std::move(name));
     }

@@ -149,6 +149,62 @@ TEST(PipelineMetricsTest, RunsOfTheSameNameShareOneSetOfSeriesWhoseCountersAddUp
   EXPECT_EQ(metrics->snapshot().size(), 1U);
 }
 
+// The sinks of a tee's branches, left unnamed, are named apart (sink-N): each has its series, and
+// a count read while the pipeline runs never exceeds the one after it finished. Stages the user
+// named alike are one series, the same while running and once finished.
+TEST(PipelineMetricsTest, EveryStageHasOneSeriesThatNeverGoesDown) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  std::atomic<bool> release{false};
+  Pipeline p({.name = "branches"});
+  p.add_observer(metrics);
+  p.source(count_to(1000)) |
+      conveyor::tee(conveyor::chain<std::uint64_t>() | sink(conveyor::testing::discard),
+                    conveyor::chain<std::uint64_t>() | sink([&](std::uint64_t x) {
+                      // Holds the last item until the count has been read while running.
+                      if (x == 999) {
+                        while (!release.load())
+                          std::this_thread::yield();
+                      }
+                    }));
+  p.start();
+  const auto received = [&](const std::string& text) {
+    double total = 0;
+    std::size_t series = 0;
+    for (const auto& stage : p.stats().stages) {
+      if (stage.name.rfind("sink", 0) != 0) continue;
+      ++series;
+      total += sample(text, "conveyor_stage_items_received_total" + labels("branches", stage.name))
+                   .value_or(-1.0e9);
+    }
+    EXPECT_EQ(series, 2U);
+    return total;
+  };
+  std::string text;
+  for (int i = 0; i < 10'000; ++i) {
+    text = exposition(*metrics);
+    if (received(text) >= 1999.0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const double running = received(text);
+  release.store(true);
+  p.wait();
+  const double finished = received(exposition(*metrics));
+  EXPECT_EQ(finished, 2000.0);
+  EXPECT_LE(running, finished);
+
+  Pipeline named({.name = "alike"});
+  named.add_observer(metrics);
+  named.source(count_to(10)) |
+      conveyor::tee(
+          conveyor::chain<std::uint64_t>() | sink(conveyor::testing::discard, {.name = "out"}),
+          conveyor::chain<std::uint64_t>() | sink(conveyor::testing::discard, {.name = "out"}));
+  named.run();
+  EXPECT_EQ(
+      sample(exposition(*metrics), "conveyor_stage_items_received_total" + labels("alike", "out")),
+      20.0);
+}
+
 TEST(PipelineMetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {
   Watchdog watchdog;
   auto metrics = std::make_shared<PipelineMetrics>();

@@ -183,11 +183,10 @@ void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& s
     const auto live = std::find(series.live.begin(), series.live.end(), &pipeline);
     if (live == series.live.end()) continue;
     series.live.erase(live);
-    if (!series.finished.has_value()) {
-      series.finished = stats;
-    } else {
-      accumulate(*series.finished, stats);
-    }
+    // Merged by name in the first run as in the others and in snapshot(): stages the user named
+    // alike are one series, and no counter goes down when their pipeline finishes.
+    if (!series.finished.has_value()) series.finished = PipelineStats{};
+    accumulate(*series.finished, stats);
     return;
   }
 }
