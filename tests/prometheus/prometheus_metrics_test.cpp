@@ -203,6 +203,20 @@ TEST(PipelineMetricsTest, EveryStageHasOneSeriesThatNeverGoesDown) {
   EXPECT_EQ(
       sample(exposition(*metrics), "conveyor_stage_items_received_total" + labels("alike", "out")),
       20.0);
+
+  // A channel's depth and capacity only where a stage has one: not for a merge's sources.
+  Pipeline merged({.name = "merged"});
+  merged.add_observer(metrics);
+  conveyor::merge(merged.source(count_to(5)), merged.source(count_to(5))) |
+      sink(conveyor::testing::discard, {.name = "out"});
+  merged.run();
+  const std::string after = exposition(*metrics);
+  for (const conveyor::StageStats& stage : merged.stats().stages) {
+    if (stage.name == "out") continue;
+    EXPECT_FALSE(sample(after, "conveyor_channel_depth" + labels("merged", stage.name)))
+        << stage.name;
+  }
+  EXPECT_EQ(sample(after, "conveyor_channel_depth" + labels("merged", "out")), 0.0);
 }
 
 TEST(PipelineMetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {

@@ -83,8 +83,7 @@ std::vector<MetricFamily> families_of(const std::vector<PipelineStats>& pipeline
         pipeline.state == PipelineState::running || pipeline.state == PipelineState::stopping;
     add_gauge(running, {{"pipeline", pipeline.name}}, is_running ? 1.0 : 0.0);
     add_gauge(elapsed, {{"pipeline", pipeline.name}}, pipeline.elapsed_seconds);
-    for (std::size_t i = 0; i < pipeline.stages.size(); ++i) {
-      const StageStats& stage = pipeline.stages[i];
+    for (const StageStats& stage : pipeline.stages) {
       add_counter(received, stage_labels(pipeline, stage), static_cast<double>(stage.items_in));
       add_counter(sent, stage_labels(pipeline, stage), static_cast<double>(stage.items_out));
       add_counter(errors, stage_labels(pipeline, stage), static_cast<double>(stage.errors));
@@ -97,7 +96,9 @@ std::vector<MetricFamily> families_of(const std::vector<PipelineStats>& pipeline
       add_counter(blocked, std::move(pop), stage.blocked_pop_seconds);
       add_histogram(duration, stage_labels(pipeline, stage), stage.item_duration);
       add_gauge(workers, stage_labels(pipeline, stage), static_cast<double>(stage.workers));
-      if (i > 0) {
+      // Only for a stage with a channel of its own: not for a source (the first or a merge's
+      // others), nor for a stage fused into the one before it.
+      if (stage.channel_capacity > 0) {
         add_gauge(depth, stage_labels(pipeline, stage), static_cast<double>(stage.channel_depth));
         add_gauge(capacity, stage_labels(pipeline, stage),
                   static_cast<double>(stage.channel_capacity));
