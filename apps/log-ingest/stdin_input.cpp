@@ -7,8 +7,8 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <string_view>
+#include <system_error>
 
 namespace conveyor::log_ingest {
 
@@ -59,7 +59,7 @@ void StdinInput::read_all() {
     if (count < 0) {
       const int error = errno;
       std::fprintf(stderr, "log-ingest: input '%s': cannot read stdin: %s; it ends here\n",
-                   config_.name.c_str(), std::strerror(error));
+                   config_.name.c_str(), std::generic_category().message(error).c_str());
       break;
     }
     if (count == 0) {
