@@ -3,11 +3,14 @@
 #include "conveyor/framework/ack.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <utility>
+
+#include "conveyor/sync/detail/deadline.hpp"
 
 namespace conveyor {
 
@@ -182,7 +185,14 @@ bool AckLedger::wait_acknowledged(std::uint64_t position, std::chrono::milliseco
   const auto reached = [&] {
     return state_->failed || (state_->acknowledged && *state_->acknowledged >= position);
   };
-  state_->advanced.wait_for(lock, timeout, reached);
+  // A timeout the clock cannot hold (milliseconds::max() for "no limit") waits without one,
+  // instead of overflowing into a deadline in the past.
+  const auto deadline = sync::detail::deadline_after(timeout);
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    state_->advanced.wait(lock, reached);
+  } else {
+    state_->advanced.wait_until(lock, deadline, reached);
+  }
   return !state_->failed && state_->acknowledged && *state_->acknowledged >= position;
 }
 

@@ -230,6 +230,14 @@ TEST(AckLedger, WaitAcknowledgedWakesWhenTheLastTokenSettles) {
   EXPECT_TRUE(ledger.wait_acknowledged(5, 60s));
   releaser.join();
   EXPECT_FALSE(ledger.wait_acknowledged(6, 1ms));
+  // The longest timeout is no limit, not a deadline that overflowed into the past.
+  AckToken later = ledger.issue(7);
+  std::thread settler([&later] {
+    std::this_thread::sleep_for(20ms);
+    later.release();
+  });
+  EXPECT_TRUE(ledger.wait_acknowledged(7, std::chrono::milliseconds::max()));
+  settler.join();
 }
 
 // Threads settle tokens in any order: the acknowledged position never goes back, never passes
