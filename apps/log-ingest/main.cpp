@@ -108,10 +108,17 @@ int generate(conveyor::log_ingest::SampleOptions options, std::uint64_t bytes,
     written += buffer.size();
     if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size()) {
       std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
+      if (out != stdout) (void)std::fclose(out);
       return 1;
     }
   }
-  if (out != stdout) std::fclose(out);
+  // What stdio still holds is written here: a full disk (or /dev/full) fails now, if not before.
+  const bool flushed = std::fflush(out) == 0 && std::ferror(out) == 0;
+  const bool closed = out == stdout || std::fclose(out) == 0;
+  if (!flushed || !closed) {
+    std::fprintf(stderr, "log-ingest: cannot write '%s'\n", output.c_str());
+    return 1;
+  }
   return 0;
 }
 
@@ -167,7 +174,8 @@ int main_guarded(int argc, char** argv) {
                         "Count every distinct path, client and program exactly (memory grows "
                         "with their number)");
   run_command->add_option("--sample-lines", run.sample_lines, "Lines of the embedded sample")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(std::size_t{1}, std::size_t{10'000'000}));
   run_command
       ->add_option("--max-line-length", run.max_line_length, "Longer lines are dead-lettered")
       ->capture_default_str()
@@ -204,7 +212,8 @@ int main_guarded(int argc, char** argv) {
   conveyor::log_ingest::LoadOptions load;
   std::string framing = "octet";
   generate_command->add_option("--to", load.to,
-                               "Send to a log service instead: tcp://HOST:PORT or udp://HOST:PORT");
+                               "Send to a log service instead: tcp://HOST:PORT, udp://HOST:PORT "
+                               "or file://PATH");
   generate_command->add_option("--rate", load.rate, "With --to: messages per second (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -272,6 +272,20 @@ TEST_F(LogIngest, StdoutOutputsFailLoudlyAndStayJson) {
   EXPECT_NE(read("stderr.txt").find("dead letters"), std::string::npos);
 }
 
+// generate's output that cannot be written fails it (status 1), though it all fits in stdio's
+// buffer and only the last flush finds out; and the embedded sample, which is built in memory,
+// has a bounded size.
+TEST_F(LogIngest, GenerateFailsLoudlyAndTheSampleIsBounded) {
+  const std::string full =
+      std::string(CONVEYOR_LOG_INGEST) + " generate --lines 10 --output - > /dev/full 2> /dev/null";
+  const int status = std::system(full.c_str());  // NOLINT(concurrency-mt-unsafe)
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(run("run --sample-lines 0 --output none"), 2);
+  EXPECT_EQ(run("run --sample-lines 92233720368547759 --output none"), 2);
+  EXPECT_NE(read("stderr.txt").find("--sample-lines"), std::string::npos) << read("stderr.txt");
+}
+
 // A run that fails half-way (a gzip file cut short) leaves no summary, not the one of the run
 // before beside its own partial records.
 TEST_F(LogIngest, ARunThatFailsLeavesNoEarlierSummary) {
