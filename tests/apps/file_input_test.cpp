@@ -35,29 +35,48 @@ std::optional<std::uint64_t> checkpointed(const std::string& path) {
   return loaded.entries.front().offset;
 }
 
+// Each test's own directory: logs/ for the files the input follows, state/ for its checkpoint.
+class FileInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("conveyor-file-input-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "logs");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  [[nodiscard]] fs::path log(const std::string& name) const { return dir_ / "logs" / name; }
+  [[nodiscard]] std::string state() const { return (dir_ / "state").string(); }
+  // A file input named "app" that follows logs/*.log.
+  [[nodiscard]] InputConfig file_input() const {
+    InputConfig config;
+    config.name = "app";
+    config.type = InputType::file;
+    config.file.include = {(dir_ / "logs" / "*.log").string()};
+    return config;
+  }
+
+  fs::path dir_;
+};
+
 // The queue holds one chunk and the test takes one, so the input waits to push a chunk of its
 // first read of the file, long before it has read it all: the chunk taken, once written, is in the
 // checkpoint all the same, without the test taking any more.
-TEST(FileInput, SavesItsCheckpointWhileItWaitsForRoom) {
+TEST_F(FileInputTest, SavesItsCheckpointWhileItWaitsForRoom) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir =
-      fs::temp_directory_path() / ("conveyor-file-input-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "logs");
   {
-    std::ofstream log(dir / "logs" / "a.log");
+    std::ofstream file(log("a.log"));
     for (int i = 0; i < 40'000; ++i)  // about 3 MB: a dozen chunks
-      log << "<13>Jun  1 00:00:00 host app: line " << i << " of a file read in many chunks\n";
+      file << "<13>Jun  1 00:00:00 host app: line " << i << " of a file read in many chunks\n";
   }
-  InputConfig config;
-  config.name = "app";
-  config.type = InputType::file;
-  config.file.include = {(dir / "logs" / "*.log").string()};
+  InputConfig config = file_input();
   config.file.checkpoint_interval = 20ms;
   Ingress ingress(1);
   InputCounters counters("app");
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     std::optional<conveyor::stages::Chunk> first = ingress.pop();
     ASSERT_TRUE(first.has_value());
@@ -69,33 +88,25 @@ TEST(FileInput, SavesItsCheckpointWhileItWaitsForRoom) {
       saved = checkpointed(input.checkpoint_path());
     }
     EXPECT_EQ(saved, end);
-    EXPECT_LT(end, fs::file_size(dir / "logs" / "a.log"));
+    EXPECT_LT(end, fs::file_size(log("a.log")));
     EXPECT_FALSE(input.finished());
     ingress.close();  // the input stops waiting for room
     input.stop_accepting();
   }
-  fs::remove_all(dir);
 }
 
 // Blank lines are skipped and not counted, from a file as from a connection: a file's chunk holds
 // them (the parse stage skips them), and received counts the others, so that a drain's
 // accounting holds (it counted them as received, and they came out as lost).
-TEST(FileInput, BlankLinesAreNotCountedAsReceived) {
+TEST_F(FileInputTest, BlankLinesAreNotCountedAsReceived) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir =
-      fs::temp_directory_path() / ("conveyor-file-input-blank-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "logs");
-  std::ofstream(dir / "logs" / "a.log")
+  std::ofstream(log("a.log"))
       << "<13>Jun  1 00:00:00 host app: one\n\n  \t\n\r\n<13>Jun  1 00:00:01 host app: two\r\n \n";
-  InputConfig config;
-  config.name = "app";
-  config.type = InputType::file;
-  config.file.include = {(dir / "logs" / "*.log").string()};
+  InputConfig config = file_input();
   Ingress ingress(16);
   InputCounters counters("app");
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
     ASSERT_TRUE(chunk.has_value());
@@ -108,25 +119,17 @@ TEST(FileInput, BlankLinesAreNotCountedAsReceived) {
     ingress.close();
     input.stop_accepting();
   }
-  fs::remove_all(dir);
 }
 
 // A reload replaces the input and keeps its counters: the new one counts on from what the old one
 // counted, instead of starting them again from its own tailer's zero.
-TEST(FileInput, AReplacementKeepsCountingFromTheOldInputsCounts) {
+TEST_F(FileInputTest, AReplacementKeepsCountingFromTheOldInputsCounts) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir =
-      fs::temp_directory_path() / ("conveyor-file-input-again-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "logs");
-  const fs::path log = dir / "logs" / "a.log";
+  const fs::path path = log("a.log");
   const std::string first = "<13>Jun  1 00:00:00 host app: first\n";
   const std::string second = "<13>Jun  1 00:00:01 host app: the second line\n";
-  std::ofstream(log) << first;
-  InputConfig config;
-  config.name = "app";
-  config.type = InputType::file;
-  config.file.include = {(dir / "logs" / "*.log").string()};
+  std::ofstream(path) << first;
+  InputConfig config = file_input();
   config.file.checkpoint_interval = 1ms;
   Ingress ingress(16);
   InputCounters counters("app");
@@ -136,7 +139,7 @@ TEST(FileInput, AReplacementKeepsCountingFromTheOldInputsCounts) {
     return InputCounters::read(counters.bytes);
   };
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     ASSERT_TRUE(ingress.pop().has_value());  // written: its token settles
     EXPECT_EQ(bytes_reach(first.size()), first.size());
@@ -144,9 +147,9 @@ TEST(FileInput, AReplacementKeepsCountingFromTheOldInputsCounts) {
       std::this_thread::sleep_for(10ms);
     input.stop_accepting();
   }
-  std::ofstream(log, std::ios::app) << second;
+  std::ofstream(path, std::ios::app) << second;
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
     ASSERT_TRUE(chunk.has_value());
@@ -155,35 +158,27 @@ TEST(FileInput, AReplacementKeepsCountingFromTheOldInputsCounts) {
     ingress.close();
     input.stop_accepting();
   }
-  fs::remove_all(dir);
 }
 
 // A file closed as idle and written to again is read at once, not at the next look for files (an
 // hour away here): inotify names the file written to, and the input opens it again.
-TEST(FileInput, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
+TEST_F(FileInputTest, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir =
-      fs::temp_directory_path() / ("conveyor-file-input-idle-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "logs");
-  const fs::path log = dir / "logs" / "a.log";
-  std::ofstream(log) << "<13>Jun  1 00:00:00 host app: the first line\n";
-  InputConfig config;
-  config.name = "app";
-  config.type = InputType::file;
-  config.file.include = {(dir / "logs" / "*.log").string()};
+  const fs::path path = log("a.log");
+  std::ofstream(path) << "<13>Jun  1 00:00:00 host app: the first line\n";
+  InputConfig config = file_input();
   config.file.glob_interval = std::chrono::hours(1);
   config.file.close_idle = 10ms;
   Ingress ingress(16);
   InputCounters counters("app");
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     std::optional<conveyor::stages::Chunk> first = ingress.pop();
     ASSERT_TRUE(first.has_value());
     first.reset();
     std::this_thread::sleep_for(500ms);  // read to its end, idle: closed
-    std::ofstream(log, std::ios::app) << "<13>Jun  1 00:00:01 host app: the second line\n";
+    std::ofstream(path, std::ios::app) << "<13>Jun  1 00:00:01 host app: the second line\n";
     for (int i = 0; i < 1000 && ingress.size_approx() == 0; ++i)
       std::this_thread::sleep_for(10ms);
     ASSERT_GT(ingress.size_approx(), 0U) << "the second line waited for a look";
@@ -193,34 +188,26 @@ TEST(FileInput, ReadsAFileClosedAsIdleAsSoonAsItIsWrittenTo) {
     ingress.close();
     input.stop_accepting();
   }
-  fs::remove_all(dir);
 }
 
 // Asked to stop while it catches up on eight files, the input hands over nothing more of the poll
 // it is in (a megabyte of each file), and its last checkpoint holds exactly what it handed over.
-TEST(FileInput, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
+TEST_F(FileInputTest, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
   conveyor::testing::Watchdog watchdog(60s);
-  const fs::path dir =
-      fs::temp_directory_path() / ("conveyor-file-input-stop-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir / "logs");
   for (int f = 0; f < 8; ++f) {
     std::string name = "f";
     name.append(std::to_string(f)).append(".log");
-    std::ofstream log(dir / "logs" / name);
+    std::ofstream file(log(name));
     for (int i = 0; i < 12'000; ++i)  // about 1 MB each
-      log << "<13>Jun  1 00:00:00 host app: line " << i << " of a file caught up on at once\n";
+      file << "<13>Jun  1 00:00:00 host app: line " << i << " of a file caught up on at once\n";
   }
-  InputConfig config;
-  config.name = "app";
-  config.type = InputType::file;
-  config.file.include = {(dir / "logs" / "*.log").string()};
+  InputConfig config = file_input();
   Ingress ingress(1);
   InputCounters counters("app");
   std::uint64_t handed_over = 0;
   std::size_t after_stop = 0;
   {
-    FileInput input(config, LimitsConfig{}, ingress, counters, (dir / "state").string());
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
     input.start();
     for (int i = 0; i < 2; ++i) {
       std::optional<conveyor::stages::Chunk> chunk = ingress.pop();
@@ -239,12 +226,11 @@ TEST(FileInput, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
   }
   EXPECT_LE(after_stop, 2U) << "it went on with its poll";
   const conveyor::stages::CheckpointLoad saved =
-      conveyor::stages::CheckpointFile((dir / "state" / "app.checkpoint").string()).load();
+      conveyor::stages::CheckpointFile((dir_ / "state" / "app.checkpoint").string()).load();
   std::uint64_t checkpointed = 0;
   for (const conveyor::stages::CheckpointEntry& entry : saved.entries)
     checkpointed += entry.offset;
   EXPECT_EQ(checkpointed, handed_over);
-  fs::remove_all(dir);
 }
 
 }  // namespace
