@@ -68,6 +68,12 @@ FieldId field_id(std::string_view name) noexcept {
   return FieldId::extra;
 }
 
+// Whether all of `text` is a number (from_chars' form), and which.
+bool whole_number(std::string_view text, double& number) noexcept {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  return !text.empty() && error == std::errc() && end == text.data() + text.size();
+}
+
 // NaN when absent.
 double number_of(const Record& r, FieldId field) noexcept {
   constexpr double absent = std::numeric_limits<double>::quiet_NaN();
@@ -161,33 +167,37 @@ struct Filter::Node {
     return false;
   }
 
-  // The comparison of a number; nullopt for a regular expression.
-  [[nodiscard]] std::optional<bool> compare_number(double value) const {
+  // The comparison of a value with the expression's, numbers or texts alike; nullopt for a
+  // regular expression.
+  template <class V>
+  [[nodiscard]] std::optional<bool> ordered(const V& value, const V& against) const {
     switch (op) {
       case Op::present:
         return true;
       case Op::eq:
-        return value == number;
+        return value == against;
       case Op::ne:
-        return value != number;
+        return value != against;
       case Op::lt:
-        return value < number;
+        return value < against;
       case Op::le:
-        return value <= number;
+        return value <= against;
       case Op::gt:
-        return value > number;
+        return value > against;
       case Op::ge:
-        return value >= number;
-      default:
-        return std::nullopt;
+        return value >= against;
+      case Op::match:
+      case Op::no_match:
+        break;
     }
+    return std::nullopt;
   }
 
   [[nodiscard]] bool compare(const Record& r) const {
     if (is_numeric(field)) {
       const double value = number_of(r, field);
       if (std::isnan(value)) return false;
-      if (const std::optional<bool> result = compare_number(value)) return *result;
+      if (const std::optional<bool> result = ordered(value, number)) return *result;
       // As the record writes it: the shortest form that reads back the same (0.7, 200).
       char formatted[32];
       const auto written = std::to_chars(std::begin(formatted), std::end(formatted), value);
@@ -200,35 +210,15 @@ struct Filter::Node {
       for (const Field& f : r.extra) {
         if (f.name != name || !f.number) continue;
         double value = 0;
-        const auto [end, error] =
-            std::from_chars(f.value.data(), f.value.data() + f.value.size(), value);
-        if (error != std::errc() || end != f.value.data() + f.value.size()) break;
-        if (const std::optional<bool> result = compare_number(value)) return *result;
+        if (!whole_number(f.value, value)) break;
+        if (const std::optional<bool> result = ordered(value, number)) return *result;
         break;
       }
     }
     const std::string_view value = text_of(r, field, name);
     if (value.empty()) return false;  // a field the record does not have
-    switch (op) {
-      case Op::present:
-        return true;
-      case Op::eq:
-        return value == text;
-      case Op::ne:
-        return value != text;
-      case Op::lt:
-        return value < text;
-      case Op::le:
-        return value <= text;
-      case Op::gt:
-        return value > text;
-      case Op::ge:
-        return value >= text;
-      case Op::match:
-      case Op::no_match:
-        return re2::RE2::PartialMatch(value, *pattern) == (op == Op::match);
-    }
-    return false;
+    if (const std::optional<bool> result = ordered(value, std::string_view(text))) return *result;
+    return re2::RE2::PartialMatch(value, *pattern) == (op == Op::match);
   }
 };
 
@@ -392,12 +382,7 @@ class ExpressionParser {
       if (at_ == start) fail("expected a value");
       node.text = std::string(text_.substr(start, at_ - start));
     }
-    double number = 0;
-    const auto [end, error] =
-        std::from_chars(node.text.data(), node.text.data() + node.text.size(), number);
-    node.numeric_value =
-        !node.text.empty() && error == std::errc() && end == node.text.data() + node.text.size();
-    node.number = number;
+    node.numeric_value = whole_number(node.text, node.number);
   }
 
   std::string_view text_;
