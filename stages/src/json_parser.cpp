@@ -161,7 +161,9 @@ bool to_number(std::string_view text, double& out) noexcept {
 // A whole number is divided as an integer (a double holds a nanosecond count to 256 ns only, and
 // rounding it could reach the next second); either way the seconds are rounded down, so that
 // -1.5 is a second and a half before the epoch.
-bool to_epoch(std::string_view text, double number, std::int64_t& out) noexcept {
+bool to_epoch(std::string_view text, std::int64_t& out) noexcept {
+  double number = 0;
+  if (!to_number(text, number)) return false;
   constexpr double first = -62167219200.0;  // 0000-01-01T00:00:00Z
   constexpr double last = 253402300799.0;   // 9999-12-31T23:59:59Z
   const std::int64_t unit = number > 1e17   ? 1'000'000'000
@@ -406,7 +408,7 @@ class Mapper {
         if (record_.has_time()) return false;  // the first key that maps wins
         std::int64_t time = 0;
         if (!(is_string && (parse_rfc3339(text, time) || parse_clf_time(text, time))) &&
-            !(to_number(text, number) && to_epoch(text, number, time))) {
+            !to_epoch(text, time)) {
           record_.time_unparsed = true;  // counted, and kept as an extra field
           return false;
         }
