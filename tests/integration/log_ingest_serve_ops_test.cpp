@@ -842,6 +842,21 @@ std::uint16_t last_port(const std::string& log, const std::string& name, const s
   return port;
 }
 
+// Reloads with `from` replaced by `to`, waits until the log says `reopened` of the inputs, and
+// returns the port the log names last for input `name` (of `type`): its new listener's. 0 when
+// the reload did not happen.
+std::uint16_t reload_and_reopen(Service& service, const std::string& from, const std::string& to,
+                                const std::string& reopened, const std::string& name,
+                                const std::string& type) {
+  if (!service.reload_replacing(from, to)) return 0;
+  if (!Service::eventually([&] {
+        return service.log().find("inputs: kept 0, reopened " + reopened) != std::string::npos;
+      })) {
+    return 0;
+  }
+  return last_port(service.log(), name, type);
+}
+
 // A SIGHUP that moves an input to an address it cannot bind leaves that input on its previous
 // settings (listening again) and still opens the other inputs of the new configuration.
 TEST(LogIngestServeOps, AnInputThatCannotReopenGoesOnWithItsPreviousSettings) {
@@ -885,11 +900,8 @@ TEST(LogIngestServeOps, AnInputReloadedAsHttpHasItsAnswersCounted) {
   conveyor::testing::Watchdog watchdog(120s);
   Service service("reload-http", "",
                   "  - {name: web, type: tcp, listen: \"127.0.0.1:0\", format: json}\n");
-  ASSERT_TRUE(service.reload_replacing("{name: web, type: tcp,", "{name: web, type: http,"));
-  ASSERT_TRUE(Service::eventually([&] {
-    return service.log().find("inputs: kept 0, reopened 1") != std::string::npos;
-  })) << service.log();
-  const std::uint16_t port = last_port(service.log(), "web", "http");
+  const std::uint16_t port = reload_and_reopen(service, "{name: web, type: tcp,",
+                                               "{name: web, type: http,", "1", "web", "http");
   ASSERT_NE(port, 0U) << service.log();
   EXPECT_EQ(post(port, R"({"path":"/after-reload","status":200})"
                        "\n")
@@ -908,12 +920,10 @@ TEST(LogIngestServeOps, AnInputReloadedAsHttpHasItsAnswersCounted) {
 TEST(LogIngestServeOps, AReloadThatRaisesTheFrameLimitLetsLongerFramesThrough) {
   conveyor::testing::Watchdog watchdog(120s);
   Service service("reload-frame", "  limits: {max_frame_bytes: 64KiB}\n");
-  ASSERT_TRUE(service.reload_replacing("limits: {max_frame_bytes: 64KiB}",
-                                       "limits: {max_frame_bytes: 1MiB}"));
-  ASSERT_TRUE(Service::eventually([&] {
-    return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
-  })) << service.log();
-  const std::uint16_t port = last_port(service.log(), "syslog_tcp", "syslog_tcp");
+  const std::uint16_t port =
+      reload_and_reopen(service, "limits: {max_frame_bytes: 64KiB}",
+                        "limits: {max_frame_bytes: 1MiB}", "2", "syslog_tcp", "syslog_tcp");
+  ASSERT_NE(port, 0U) << service.log();
   ASSERT_NE(port, service.port("syslog_tcp")) << service.log();
   {
     Client client(port);
@@ -940,12 +950,10 @@ TEST(LogIngestServeOps, AReplacedInputsDrainingClientsCountAgainstItsLimit) {
   };
   ASSERT_TRUE(Service::eventually([&] { return connections() == 1.0; })) << service.log();
 #endif
-  ASSERT_TRUE(service.reload_replacing("limits: {max_connections: 2}",
-                                       "limits: {max_connections: 2, idle_timeout: 10m}"));
-  ASSERT_TRUE(Service::eventually([&] {
-    return service.log().find("inputs: kept 0, reopened 2") != std::string::npos;
-  })) << service.log();
-  const std::uint16_t port = last_port(service.log(), "syslog_tcp", "syslog_tcp");
+  const std::uint16_t port = reload_and_reopen(service, "limits: {max_connections: 2}",
+                                               "limits: {max_connections: 2, idle_timeout: 10m}",
+                                               "2", "syslog_tcp", "syslog_tcp");
+  ASSERT_NE(port, 0U) << service.log();
   ASSERT_NE(port, service.port("syslog_tcp")) << service.log();
   Client new_client(port);
   ASSERT_TRUE(new_client.send(syslog_message("new") + "\n"));
