@@ -546,6 +546,8 @@ void Pipeline::start() {
           ordered.push_back(ordered_in[after]);
         policy = detail::route_dispatch(std::move(starts), routes_[i], std::move(ordered),
                                         std::move(heads));
+        wirings[i].route_port = routes_[i].make_port;
+        wirings[i].route_item = routes_[i].item;
       }
       runtime->branch_dispatches.push_back(
           std::make_unique<Dispatch>(detail::branch_dispatch(std::move(policy))));

@@ -1,6 +1,7 @@
 // Unit tests for the policies an OutPort is composed of (port/make_out_port.hpp), each on real
 // lanes, one worker, no threads: how the numbered and forwarded tagging policies tag what a worker
-// emits, when the batching policy ships, and where each dispatch policy puts a parcel.
+// emits, when the batching policy ships, where each dispatch policy puts a parcel, and what a
+// route's port (the only one that sends gaps to other branches) does.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -8,9 +9,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
+#include "conveyor/framework/detail/dispatch_policy.hpp"
 #include "conveyor/framework/detail/out_port.hpp"
 #include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
@@ -45,15 +48,20 @@ class Producer {
  public:
   Producer(std::size_t lanes, std::size_t capacity) : lanes_(lanes, capacity, capacity + 2) {}
 
-  std::unique_ptr<OutPort<int>> port(const Dispatch& dispatch, std::size_t batch, Tagging tagging) {
+  // `routes`: a route's port (route.hpp makes those).
+  std::unique_ptr<OutPort<int>> port(const Dispatch& dispatch, std::size_t batch, Tagging tagging,
+                                     bool routes = false) {
     OutPort<int>::Lanes side;
     for (std::size_t i = 0; i < lanes_.lanes.size(); ++i) {
       side.lanes.push_back(lanes_.lanes[i].get());
       side.returns.push_back(lanes_.returns[i].get());
       side.consumers.push_back(lanes_.bells[i].get());
     }
-    return make_out_port<int>(worker_.context, worker_.counters, side,
-                              {.dispatch = &dispatch, .batch = batch, .tagging = tagging});
+    const conveyor::detail::PortChoice choice{
+        .dispatch = &dispatch, .batch = batch, .tagging = tagging};
+    if (routes)
+      return make_out_port<int, true, true>(worker_.context, worker_.counters, side, choice);
+    return make_out_port<int>(worker_.context, worker_.counters, side, choice);
   }
 
   // Parcels waiting in lane `lane`, in order, each as the entries it holds.
@@ -256,6 +264,86 @@ TEST(OutPortPoliciesTest, LeastLoadedFillsTheEmptiestLane) {
   ASSERT_TRUE(port->emit(3));  // lanes hold one each: the finger's turn (lane 1)
   EXPECT_EQ(producer.drain(0), (std::vector<std::vector<Seen>>{{item(2, 2)}}));
   EXPECT_EQ(producer.drain(1), (std::vector<std::vector<Seen>>{{item(1, 1)}, {item(3, 3)}}));
+}
+
+// --- A route's port ---
+
+// A route of two branches of one lane each: even items to branch 0, the rest to branch 1;
+// `ordered`: which branches restore order.
+Dispatch even_odd_route(std::vector<bool> ordered) {
+  conveyor::detail::RouteCases cases{
+      .predicates = 1, .classify = [](const void* items, std::size_t count, std::uint32_t* to) {
+        const int* values = static_cast<const int*>(items);
+        for (std::size_t i = 0; i < count; ++i)
+          to[i] = values[i] % 2 == 0 ? 0 : 1;
+      }};
+  return conveyor::detail::branch_dispatch(conveyor::detail::route_dispatch(
+      {0, 1, 2}, std::move(cases), std::move(ordered), {nullptr, nullptr}));
+}
+
+// The values a lane's parcels hold, and how many of their entries are gaps.
+struct Held {
+  std::vector<int> values;
+  std::size_t gaps = 0;
+};
+
+Held held(const std::vector<std::vector<Seen>>& parcels) {
+  Held result;
+  for (const auto& parcel : parcels) {
+    for (const Seen& entry : parcel) {
+      if (entry.value) {
+        result.values.push_back(*entry.value);
+      } else {
+        ++result.gaps;
+      }
+    }
+  }
+  return result;
+}
+
+TEST(OutPortPoliciesTest, ARoutesPortSendsEachItemToItsBranch) {
+  Producer producer(2, 8);
+  const Dispatch dispatch = even_odd_route({false, false});
+  for (std::size_t batch : {1U, 4U}) {
+    auto port = producer.port(dispatch, batch, Tagging::none, true);
+    for (int i : {0, 1, 2, 3})
+      ASSERT_TRUE(port->emit(int{i}));
+    ASSERT_TRUE(port->flush());
+    const Held even = held(producer.drain(0));
+    const Held odd = held(producer.drain(1));
+    EXPECT_EQ(even.values, (std::vector<int>{0, 2})) << "batch " << batch;
+    EXPECT_EQ(odd.values, (std::vector<int>{1, 3})) << "batch " << batch;
+    // No branch restores order: no gaps.
+    EXPECT_EQ(even.gaps + odd.gaps, 0U) << "batch " << batch;
+  }
+}
+
+// Numbered for in-order branches, each branch also hears of the numbers that went to the other,
+// so that its in-order stage does not wait for them.
+TEST(OutPortPoliciesTest, ARoutesPortSendsInOrderBranchesTheOthersNumbersAsGaps) {
+  Producer producer(2, 8);
+  const Dispatch dispatch = even_odd_route({true, true});
+  auto port = producer.port(dispatch, 1, Tagging::sequencer, true);
+  for (int i : {0, 1, 2, 3})
+    ASSERT_TRUE(port->emit(int{i}));
+  ASSERT_TRUE(port->flush());
+  const Held even = held(producer.drain(0));
+  const Held odd = held(producer.drain(1));
+  EXPECT_EQ(even.values, (std::vector<int>{0, 2}));
+  EXPECT_EQ(odd.values, (std::vector<int>{1, 3}));
+  EXPECT_GT(even.gaps, 0U);
+  EXPECT_GT(odd.gaps, 0U);
+}
+
+// Every other edge's port leaves the route's code out, and cannot serve a route's edge.
+TEST(OutPortPoliciesDeathTest, APlainPortForARoutesEdgeIsAContractViolation) {
+  EXPECT_DEATH(
+      {
+        Producer producer(2, 8);
+        const Dispatch dispatch = even_odd_route({false, false});
+        (void)producer.port(dispatch, 1, Tagging::none);
+      },
+      "a route's edge has a route's port");
 }
 
 }  // namespace

@@ -29,10 +29,12 @@
 #include <optional>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
 #include "conveyor/framework/chain.hpp"
+#include "conveyor/framework/detail/port/make_out_port.hpp"
 #include "conveyor/framework/pipeline.hpp"
 
 namespace conveyor {
@@ -151,7 +153,13 @@ Completed operator|(const Flow<T>& flow, const Route<Cases...>& route) {
         branches[i] = branch;
       }
     };
-    detail::Topology::route_at(flow, detail::RouteCases{count, std::move(classify)});
+    // The route's ports, compiled here for its item type and nowhere else.
+    const detail::PortMaker<T> make_port = &detail::make_out_port<T, true, true>;
+    detail::Topology::route_at(
+        flow, detail::RouteCases{.predicates = count,
+                                 .classify = std::move(classify),
+                                 .make_port = reinterpret_cast<void (*)()>(make_port),
+                                 .item = &typeid(T)});
     // In order: the branches' workers are the edge's consumers in this order.
     std::optional<Completed> done;
     std::apply([&](const auto&... each) { (done.emplace(each.branch.apply(flow)), ...); },

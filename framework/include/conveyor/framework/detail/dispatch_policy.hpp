@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <typeinfo>
 #include <vector>
 
 namespace conveyor::detail {
@@ -126,6 +127,10 @@ std::shared_ptr<const DispatchPolicy> tee_dispatch(std::vector<std::size_t> star
 struct RouteCases {
   std::size_t predicates = 0;
   std::function<void(const void*, std::size_t, std::uint32_t*)> classify;
+  // What makes the ports of the route's edge (make_out_port.hpp's PortMaker for items of type
+  // `item`), its type erased: only a route compiles a route's ports.
+  void (*make_port)() = nullptr;
+  const std::type_info* item = nullptr;
 };
 
 // The policy of a route's edge (dispatch_route.cpp): branch b's lanes are [starts[b],

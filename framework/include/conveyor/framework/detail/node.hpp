@@ -67,6 +67,10 @@ struct Wiring {
   std::size_t output_batch = 1;
   Tagging output_tagging = Tagging::none;
   WindowGate* output_gate = nullptr;  // a sequencer whose order an in-order stage restores
+  // Before a route: what makes the ports of its edge (RouteCases::make_port), for items of type
+  // `route_item`.
+  void (*route_port)() = nullptr;
+  const std::type_info* route_item = nullptr;
   // serial_in_order nodes: the window of their reorder buffer, and the gate they advance.
   std::uint64_t reorder_window = 0;
   WindowGate* input_gate = nullptr;
@@ -136,12 +140,21 @@ std::unique_ptr<OutPort<Out>> output_port(WorkerContext& context, const Wiring& 
     }
   }
   auto& output = static_cast<Edge<Out>&>(*wiring.output);
-  std::unique_ptr<OutPort<Out>> channel = make_out_port<Out, Forwarding>(
-      context, counters, output.producer_side(wiring.output_offset + worker, wiring.downstream),
-      {.dispatch = wiring.output_dispatch,
-       .batch = wiring.output_batch,
-       .tagging = wiring.output_tagging,
-       .gate = wiring.output_gate});
+  const typename OutPort<Out>::Lanes lanes =
+      output.producer_side(wiring.output_offset + worker, wiring.downstream);
+  const PortChoice choice{.dispatch = wiring.output_dispatch,
+                          .batch = wiring.output_batch,
+                          .tagging = wiring.output_tagging,
+                          .gate = wiring.output_gate};
+  std::unique_ptr<OutPort<Out>> channel;
+  if (wiring.route_port != nullptr) {
+    CONVEYOR_CONTRACT(*wiring.route_item == typeid(Out),
+                      "output_port: a route's ports take the route's items");
+    const auto make = reinterpret_cast<PortMaker<Out>>(wiring.route_port);
+    channel = make(context, counters, lanes, choice);
+  } else {
+    channel = make_out_port<Out, Forwarding>(context, counters, lanes, choice);
+  }
   if (fused == nullptr) return channel;
   // A tee with one branch fused into this node: items that a tee copies (tee.hpp checks).
   if constexpr (std::is_copy_constructible_v<Out>) {

@@ -1,11 +1,14 @@
-// PolicyPort<T, Tagging, Batching>: an OutPort that pushes into lanes, composed of one tagging
-// policy (tagging_*.hpp) and one batching policy (batching_*.hpp), chosen when the edge is built
-// (make_out_port.hpp) and inlined into the port's hot path, which has no switch on either; the
-// policies call back into the port for what they share (the lanes, the numbers, the window). Each
-// parcel goes where the edge's dispatch policy (dispatch_policy.hpp) puts it: into the lane the
-// policy tries first, pushed here when it has room, or else by the policy.
+// PolicyPort<T, Tagging, Batching, Routes>: an OutPort that pushes into lanes, composed of one
+// tagging policy (tagging_*.hpp) and one batching policy (batching_*.hpp), chosen when the edge is
+// built (make_out_port.hpp) and inlined into the port's hot path, which has no switch on either;
+// the policies call back into the port for what they share (the lanes, the numbers, the window).
+// Each parcel goes where the edge's dispatch policy (dispatch_policy.hpp) puts it: into the lane
+// the policy tries first, pushed here when it has room, or else by the policy. `Routes`: the port
+// of a route's edge, which also sends each in-order branch the gaps it must not wait for; only a
+// route instantiates it (route.hpp), so that no other port carries that code.
 //
-// Contract: OutPort's (out_port.hpp). The Dispatch outlives the port.
+// Contract: OutPort's (out_port.hpp). The Dispatch outlives the port; a route's dispatch only with
+// `Routes`.
 #pragma once
 
 #include <algorithm>
@@ -25,7 +28,8 @@
 
 namespace conveyor::detail {
 
-template <class T, template <class> class TaggingPolicy, template <class> class BatchingPolicy>
+template <class T, template <class> class TaggingPolicy, template <class> class BatchingPolicy,
+          bool Routes = false>
 class PolicyPort final : public OutPort<T> {
   using Tagger = TaggingPolicy<T>;
   using Batcher = BatchingPolicy<T>;
@@ -51,12 +55,13 @@ class PolicyPort final : public OutPort<T> {
         dispatch_(dispatch.policy()),
         keyed_(dispatch_.keyed()),
         // Gaps matter only on a numbered edge into an in-order stage.
-        routes_(dispatch_.routes() && (sequencer || Tagger::forwards)),
+        routes_(Routes && dispatch_.routes() && (sequencer || Tagger::forwards)),
         owed_(routes_ && !Batcher::batches ? lanes.lanes.size() : 0),
         first_try_(dispatch_.first_try()),
         batcher_(keyed_ ? lanes.lanes.size() : 1, batch) {
     CONVEYOR_CONTRACT(batch >= 1 && (batch == 1) != Batcher::batches,
                       "OutPort: the batching policy must match the batch size");
+    CONVEYOR_CONTRACT(Routes || !dispatch_.routes(), "OutPort: a route's edge has a route's port");
   }
 
   bool emit(T&& value) override {
@@ -64,7 +69,12 @@ class PolicyPort final : public OutPort<T> {
     return tagger_.emit(*this, std::move(value));
   }
 
-  bool flush() override { return send_gap_sets() && batcher_.flush(*this); }
+  bool flush() override {
+    if constexpr (Routes) {
+      if (!send_gap_sets()) return false;
+    }
+    return batcher_.flush(*this);
+  }
 
   void close() override {
     if (!flush()) return;
@@ -77,7 +87,9 @@ class PolicyPort final : public OutPort<T> {
                         "OutPort::send_run: a run the port can take whole");
       this->counters().items_out.add(run.size());
       tagger_.number_run(*this, run);
-      if (routes_) return route_run(std::move(run));
+      if constexpr (Routes) {
+        if (routes_) return route_run(std::move(run));
+      }
       return batcher_.send_run(*this, std::move(run));
     } else {
       CONVEYOR_CONTRACT(false, "OutPort::send_run: a run the port can take whole");
@@ -119,11 +131,15 @@ class PolicyPort final : public OutPort<T> {
   // --- For the policies ---
 
   [[gnu::always_inline]] bool send(Entry<T>&& entry) {
-    if (routes_) return route(std::move(entry));
+    if constexpr (Routes) {
+      if (routes_) return route(std::move(entry));
+    }
     return batcher_.send(*this, std::move(entry));
   }
   [[gnu::always_inline]] bool send_value(std::uint64_t seq, T&& value) {
-    if (routes_) return route(Entry<T>{Tag::fresh(seq), std::move(value)});
+    if constexpr (Routes) {
+      if (routes_) return route(Entry<T>{Tag::fresh(seq), std::move(value)});
+    }
     return batcher_.send_value(*this, seq, std::move(value));
   }
   // A route: the entry into the lane of its branch, and a gap with its tag into a lane of every
