@@ -60,7 +60,7 @@ std::unique_ptr<OutPort<T>> make_out_port(WorkerContext& worker, WorkerCounters&
 }
 
 // What makes the ports of a route's edge for items of type T: make_out_port<T, true, true>, kept
-// by the planner with its type erased (PortMakerBase) until a producer of that type asks.
+// by the planner with its type erased (`void (*)()`) until a producer of that type asks.
 template <class T>
 using PortMaker = std::unique_ptr<OutPort<T>> (*)(WorkerContext&, WorkerCounters&,
                                                   const typename OutPort<T>::Lanes&,
