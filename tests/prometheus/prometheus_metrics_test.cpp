@@ -219,6 +219,146 @@ TEST(PipelineMetricsTest, EveryStageHasOneSeriesThatNeverGoesDown) {
   EXPECT_EQ(sample(after, "conveyor_channel_depth" + labels("merged", "out")), 0.0);
 }
 
+// --- Shared resources over several runs of one name ---
+
+// A run named "job" that tracks `resource` and enters it once per item, `items` items, as a member
+// of its group "add" (members are inside together: the count is atomic).
+void run_with(const std::shared_ptr<PipelineMetrics>& metrics,
+              conveyor::Shared<std::uint64_t>& resource, std::uint64_t items) {
+  Pipeline p({.name = "job"});
+  p.add_observer(metrics);
+  p.track(resource);
+  p.source(count_to(items)) | sink([&](std::uint64_t) {
+    resource.access(0, [](std::uint64_t& t) { __atomic_fetch_add(&t, 1, __ATOMIC_RELAXED); });
+  });
+  p.run();
+}
+
+std::optional<double> entries_of(const std::string& text, const std::string& resource) {
+  return sample(text, "conveyor_group_lock_entries_total{pipeline=\"job\",resource=\"" + resource +
+                          "\",group=\"add\"}");
+}
+
+// A service that makes a fresh resource per job: its counter goes on rising (the latest run's
+// figures alone would fall back at every job, which rate() reads as a reset).
+TEST(PipelineMetricsTest, AFreshResourcePerRunAddsUp) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  for (const std::uint64_t items : {300U, 200U, 100U}) {
+    conveyor::Shared<std::uint64_t> tally("tally", {"add"});
+    run_with(metrics, tally, items);
+  }
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 600.0);
+}
+
+// One resource kept over the runs counts each access once, also those between the runs.
+TEST(PipelineMetricsTest, OneResourceOverSeveralRunsCountsEachAccessOnce) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  conveyor::Shared<std::uint64_t> tally("tally", {"add"});
+  run_with(metrics, tally, 300);
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 300.0);
+  tally.access(0, [](std::uint64_t& t) { __atomic_fetch_add(&t, 1, __ATOMIC_RELAXED); });
+  run_with(metrics, tally, 200);
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 501.0);
+}
+
+// Runs side by side on one resource count it once; two resources of one name add up.
+TEST(PipelineMetricsTest, RunsSideBySideOnOneResourceCountItOnce) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  conveyor::Shared<std::uint64_t> tally("tally", {"add"});
+  {
+    std::thread other([&] { run_with(metrics, tally, 20'000); });
+    run_with(metrics, tally, 30'000);
+    other.join();
+  }
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 50'000.0);
+  conveyor::Shared<std::uint64_t> another("tally", {"add"});
+  run_with(metrics, another, 7);
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 50'007.0);
+}
+
+// While a run goes on, a scrape counts what its resource added so far, and once.
+TEST(PipelineMetricsTest, AScrapeWhileRunsShareAResourceCountsItOnce) {
+  Watchdog watchdog;
+  auto metrics = std::make_shared<PipelineMetrics>();
+  conveyor::Shared<std::uint64_t> tally("tally", {"add"});
+  run_with(metrics, tally, 100);
+  std::atomic<bool> release{false};
+  const auto held = [&](std::uint64_t items) {
+    Pipeline p({.name = "job"});
+    p.add_observer(metrics);
+    p.track(tally);
+    p.source(count_to(items)) | sink([&](std::uint64_t x) {
+      tally.access(0, [](std::uint64_t& t) { __atomic_fetch_add(&t, 1, __ATOMIC_RELAXED); });
+      // The last item waits until the scrape is taken.
+      while (x + 1 == items && !release.load(std::memory_order_acquire))
+        std::this_thread::yield();
+    });
+    p.run();
+  };
+  std::thread first([&] { held(10); });
+  std::thread second([&] { held(20); });
+  // Both runs have entered for every item by the time the resource has 130 entries, and the
+  // exporter knows of a live run once the pipeline shows as running.
+  while (tally.stats().groups.at(0).entries < 130 ||
+         sample(exposition(*metrics), "conveyor_pipeline_running{pipeline=\"job\"}") != 1.0)
+    std::this_thread::yield();
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 130.0);
+  release.store(true, std::memory_order_release);
+  first.join();
+  second.join();
+  EXPECT_EQ(entries_of(exposition(*metrics), "tally"), 130.0);
+}
+
+// The bookkeeping alone: a resource object no run tracks is remembered among the most recent
+// `remembered`, and one whose figures carry no id shows the latest run's.
+conveyor::ResourceStats figures(std::uint64_t id, std::uint64_t entries) {
+  conveyor::GroupStats group;
+  group.name = "add";
+  group.entries = entries;
+  group.aces = entries;
+  return conveyor::ResourceStats{.name = "r", .id = id, .groups = {group}};
+}
+
+std::uint64_t total_entries(const conveyor::prometheus::detail::ResourceTotals& totals) {
+  const auto all = totals.total({});
+  return all.empty() ? 0 : all.at(0).groups.at(0).entries;
+}
+
+TEST(ResourceTotalsTest, RemembersTheMostRecentObjectsAndForgetsTheOldest) {
+  using conveyor::prometheus::detail::ResourceTotals;
+  ResourceTotals totals;
+  int run = 0;  // each run an address of its own
+  std::vector<int> runs(ResourceTotals::remembered + 3);
+  const auto once = [&](std::uint64_t id, std::uint64_t entries) {
+    const void* key = &runs.at(static_cast<std::size_t>(run++));
+    totals.started(key, {figures(id, 0)});
+    totals.finished(key, {figures(id, entries)});
+  };
+  once(1, 10);
+  once(1, 15);  // remembered: 5 more
+  EXPECT_EQ(total_entries(totals), 15U);
+  for (std::uint64_t id = 2; id < 2 + ResourceTotals::remembered; ++id)
+    once(id, 1);
+  EXPECT_EQ(total_entries(totals), 15U + ResourceTotals::remembered);
+  once(1, 20);  // forgotten (the oldest of remembered + 1): counted from zero
+  EXPECT_EQ(total_entries(totals), 35U + ResourceTotals::remembered);
+}
+
+TEST(ResourceTotalsTest, FiguresWithoutAnIdAreTheLatestRuns) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int first = 0;
+  const int second = 0;
+  totals.started(&first, {figures(0, 0)});
+  totals.finished(&first, {figures(0, 5)});
+  totals.started(&second, {figures(0, 0)});
+  EXPECT_EQ(totals.total({{figures(0, 2)}}).at(0).groups.at(0).entries, 2U);
+  totals.finished(&second, {figures(0, 3)});
+  EXPECT_EQ(total_entries(totals), 3U);
+}
+
 TEST(PipelineMetricsTest, HistogramBucketsAreCumulativeAndEndWithInf) {
   Watchdog watchdog;
   auto metrics = std::make_shared<PipelineMetrics>();

@@ -161,20 +161,24 @@ void accumulate(PipelineStats& total, const PipelineStats& run) {
   total.name = run.name;
   total.state = run.state;
   total.elapsed_seconds = run.elapsed_seconds;
-  if (!run.resources.empty()) total.resources = run.resources;
 }
 
 }  // namespace
 
 void PipelineMetrics::on_start(const Pipeline& pipeline) {
+  const std::vector<ResourceStats> resources = pipeline.stats().resources;
   std::lock_guard lock(mutex_);
-  for (Series& series : series_) {
-    if (series.name == pipeline.name()) {
-      series.live.push_back(&pipeline);
-      return;
-    }
+  Series* series = nullptr;
+  for (Series& each : series_) {
+    if (each.name == pipeline.name()) series = &each;
   }
-  series_.push_back(Series{pipeline.name(), {}, {&pipeline}});
+  if (series == nullptr) {
+    series_.emplace_back();
+    series_.back().name = pipeline.name();
+    series = &series_.back();
+  }
+  series->live.push_back(&pipeline);
+  series->resources.started(&pipeline, resources);
 }
 
 void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& stats,
@@ -188,6 +192,7 @@ void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& s
     // alike are one series, and no counter goes down when their pipeline finishes.
     if (!series.finished.has_value()) series.finished = PipelineStats{};
     accumulate(*series.finished, stats);
+    series.resources.finished(&pipeline, stats.resources);
     return;
   }
 }
@@ -198,8 +203,14 @@ std::vector<PipelineStats> PipelineMetrics::snapshot() const {
   result.reserve(series_.size());
   for (const Series& series : series_) {
     PipelineStats total = series.finished.value_or(PipelineStats{});
-    for (const Pipeline* live : series.live)
-      accumulate(total, live->stats());
+    std::vector<std::vector<ResourceStats>> resources;
+    for (const Pipeline* live : series.live) {
+      PipelineStats now = live->stats();
+      accumulate(total, now);
+      resources.push_back(std::move(now.resources));
+    }
+    total.resources = series.resources.total(resources);
+    if (total.name.empty()) total.name = series.name;
     result.push_back(std::move(total));
   }
   return result;

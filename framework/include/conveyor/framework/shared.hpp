@@ -43,6 +43,11 @@
 
 namespace conveyor {
 
+namespace detail {
+// A number no other resource object of this process has had (ResourceStats::id), from 1.
+[[nodiscard]] std::uint64_t next_resource_id() noexcept;
+}  // namespace detail
+
 template <class T>
 class Shared {
  public:
@@ -95,6 +100,7 @@ class Shared {
   [[nodiscard]] ResourceStats stats() const {
     ResourceStats result;
     result.name = name_;
+    result.id = id_;
     for (std::size_t g = 0; g < group_names_.size(); ++g) {
       const Counters& counters = counters_[g];
       GroupStats group_stats;
@@ -149,6 +155,7 @@ class Shared {
   }
 
   const std::string name_;
+  const std::uint64_t id_ = detail::next_resource_id();
   const std::vector<std::string> group_names_;
   sync::GroupLock lock_;
   std::unique_ptr<Counters[]> counters_;

@@ -67,6 +67,9 @@ struct GroupStats {
 
 struct ResourceStats {
   std::string name;
+  // Which resource object these figures are of: unique in the process, the same in every run
+  // that tracks it (Shared's, detail::next_resource_id()); 0 where unknown.
+  std::uint64_t id = 0;
   std::vector<GroupStats> groups;
 };
 

@@ -14,8 +14,8 @@
 // Pipelines are told apart by name. Runs of the same name, one after another or at once, share
 // their series: the counters and histograms add up over the runs (so a service that runs a fresh
 // pipeline per job keeps monotonic counters), while the gauges (running, elapsed, workers, channel
-// depth and capacity) and the shared resources' figures (which are the resource's own, over its
-// lifetime) come from the latest run.
+// depth and capacity) come from the latest run. A shared resource object's accesses count once,
+// whichever runs track it, and resources of one name add up (resource_totals.hpp).
 //
 // Contract: thread-safe. An observer callback and a scrape may run at once; the pipeline is only
 // asked for statistics between its `on_start` and `on_finish`.
@@ -33,6 +33,7 @@
 #include "conveyor/framework/observer.hpp"
 #include "conveyor/framework/pipeline.hpp"
 #include "conveyor/framework/stats.hpp"
+#include "conveyor/prometheus/detail/resource_totals.hpp"
 
 namespace conveyor::prometheus {
 
@@ -54,8 +55,9 @@ class PipelineMetrics final : public ::prometheus::Collectable, public Observer 
   // The pipelines of one name: their series are one.
   struct Series {
     std::string name;
-    std::optional<PipelineStats> finished;  // the runs that finished, summed
+    std::optional<PipelineStats> finished;  // the runs that finished, summed (not the resources)
     std::vector<const Pipeline*> live;      // the runs that have not
+    detail::ResourceTotals resources;       // the shared resources their runs track
   };
 
   mutable std::mutex mutex_;

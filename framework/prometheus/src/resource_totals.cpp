@@ -1,0 +1,175 @@
+// ResourceTotals: shared resources' figures per object, settled when their runs finish.
+#include "conveyor/prometheus/detail/resource_totals.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace conveyor::prometheus::detail {
+
+namespace {
+
+std::uint64_t less(std::uint64_t value, std::uint64_t minus) noexcept {
+  return value > minus ? value - minus : 0;
+}
+
+std::vector<ResourceStats>::iterator named(std::vector<ResourceStats>& resources,
+                                           const std::string& name) {
+  return std::find_if(resources.begin(), resources.end(),
+                      [&](const ResourceStats& each) { return each.name == name; });
+}
+
+// `into` gains `more`'s figures, under its name, group by group.
+void add(std::vector<ResourceStats>& into, const ResourceStats& more) {
+  const auto same = named(into, more.name);
+  if (same == into.end()) {
+    into.push_back(more);
+    into.back().id = 0;
+    return;
+  }
+  for (const GroupStats& group : more.groups) {
+    const auto total =
+        std::find_if(same->groups.begin(), same->groups.end(),
+                     [&](const GroupStats& each) { return each.name == group.name; });
+    if (total == same->groups.end()) {
+      same->groups.push_back(group);
+      continue;
+    }
+    total->entries += group.entries;
+    total->aces += group.aces;
+    total->waits += group.waits;
+    for (std::size_t i = 0; i < total->wait.counts.size(); ++i)
+      total->wait.counts[i] += group.wait.counts[i];
+    total->wait.count += group.wait.count;
+    total->wait.sum_seconds += group.wait.sum_seconds;
+  }
+}
+
+// What one object's figures `now` added since its figures `before`.
+ResourceStats since(const ResourceStats& now, const ResourceStats& before) {
+  ResourceStats added = now;
+  for (GroupStats& group : added.groups) {
+    const auto earlier =
+        std::find_if(before.groups.begin(), before.groups.end(),
+                     [&](const GroupStats& each) { return each.name == group.name; });
+    if (earlier == before.groups.end()) continue;
+    group.entries = less(group.entries, earlier->entries);
+    group.aces = less(group.aces, earlier->aces);
+    group.waits = less(group.waits, earlier->waits);
+    for (std::size_t i = 0; i < group.wait.counts.size(); ++i)
+      group.wait.counts[i] = less(group.wait.counts[i], earlier->wait.counts[i]);
+    group.wait.count = less(group.wait.count, earlier->wait.count);
+    group.wait.sum_seconds = std::max(0.0, group.wait.sum_seconds - earlier->wait.sum_seconds);
+  }
+  return added;
+}
+
+void replace(std::vector<ResourceStats>& into, const ResourceStats& latest) {
+  const auto same = named(into, latest.name);
+  if (same == into.end()) {
+    into.push_back(latest);
+  } else {
+    *same = latest;
+  }
+}
+
+std::uint64_t entries(const ResourceStats& resource) noexcept {
+  std::uint64_t total = 0;
+  for (const GroupStats& group : resource.groups)
+    total += group.entries;
+  return total;
+}
+
+}  // namespace
+
+ResourceTotals::Seen* ResourceTotals::find(std::uint64_t id) {
+  const auto at =
+      std::find_if(seen_.begin(), seen_.end(), [&](const Seen& each) { return each.id == id; });
+  return at == seen_.end() ? nullptr : &*at;
+}
+
+const ResourceTotals::Seen* ResourceTotals::find(std::uint64_t id) const {
+  const auto at =
+      std::find_if(seen_.begin(), seen_.end(), [&](const Seen& each) { return each.id == id; });
+  return at == seen_.end() ? nullptr : &*at;
+}
+
+// The object `id`, moved to the most recently used end (added if it was not there).
+ResourceTotals::Seen& ResourceTotals::use(std::uint64_t id) {
+  Seen used;
+  used.id = id;
+  if (Seen* seen = find(id)) {
+    used = std::move(*seen);
+    seen_.erase(seen_.begin() + (seen - seen_.data()));
+  }
+  seen_.push_back(std::move(used));
+  return seen_.back();
+}
+
+void ResourceTotals::forget_the_oldest() {
+  std::size_t idle = 0;
+  for (const Seen& seen : seen_)
+    idle += seen.runs == 0 ? 1 : 0;
+  for (auto at = seen_.begin(); idle > remembered && at != seen_.end();) {
+    if (at->runs == 0) {
+      at = seen_.erase(at);
+      --idle;
+    } else {
+      ++at;
+    }
+  }
+}
+
+void ResourceTotals::started(const void* run, const std::vector<ResourceStats>& resources) {
+  std::vector<std::uint64_t>& ids = runs_[run];
+  for (const ResourceStats& resource : resources) {
+    if (resource.id == 0) continue;
+    ++use(resource.id).runs;
+    ids.push_back(resource.id);
+  }
+}
+
+void ResourceTotals::finished(const void* run, const std::vector<ResourceStats>& resources) {
+  std::vector<std::uint64_t> ids;
+  if (const auto mine = runs_.find(run); mine != runs_.end()) {
+    ids = std::move(mine->second);
+    runs_.erase(mine);
+  }
+  for (const ResourceStats& resource : resources) {
+    if (resource.id == 0) {
+      replace(unidentified_, resource);
+      continue;
+    }
+    Seen& seen = use(resource.id);
+    add(settled_, since(resource, seen.counted));
+    seen.counted = resource;
+    if (std::find(ids.begin(), ids.end(), resource.id) != ids.end() && seen.runs > 0) --seen.runs;
+  }
+  forget_the_oldest();
+}
+
+std::vector<ResourceStats> ResourceTotals::total(
+    const std::vector<std::vector<ResourceStats>>& live) const {
+  std::vector<ResourceStats> result = settled_;
+  std::vector<ResourceStats> unidentified = unidentified_;
+  // Each object once, however many live runs track it: its latest figures.
+  std::map<std::uint64_t, const ResourceStats*> now;
+  for (const std::vector<ResourceStats>& run : live) {
+    for (const ResourceStats& resource : run) {
+      if (resource.id == 0) {
+        replace(unidentified, resource);
+        continue;
+      }
+      const ResourceStats*& latest = now[resource.id];
+      if (latest == nullptr || entries(resource) > entries(*latest)) latest = &resource;
+    }
+  }
+  for (const auto& [id, resource] : now) {
+    const Seen* seen = find(id);
+    add(result, seen != nullptr ? since(*resource, seen->counted) : *resource);
+  }
+  for (const ResourceStats& resource : unidentified)
+    add(result, resource);
+  return result;
+}
+
+}  // namespace conveyor::prometheus::detail
