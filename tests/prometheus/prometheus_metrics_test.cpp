@@ -347,6 +347,53 @@ TEST(ResourceTotalsTest, RemembersTheMostRecentObjectsAndForgetsTheOldest) {
   EXPECT_EQ(total_entries(totals), 35U + ResourceTotals::remembered);
 }
 
+// A run's final figures are taken before it reports its end, so two runs sharing an object may
+// report in the other order: the older figures settle nothing, and count nothing twice later.
+TEST(ResourceTotalsTest, RunsThatEndInTheOtherOrderCountEachAccessOnce) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int first = 0;
+  const int second = 0;
+  const int third = 0;
+  totals.started(&first, {figures(1, 0)});
+  totals.started(&second, {figures(1, 0)});
+  totals.finished(&second, {figures(1, 20)});
+  totals.finished(&first, {figures(1, 10)});
+  EXPECT_EQ(total_entries(totals), 20U);
+  totals.started(&third, {figures(1, 20)});
+  EXPECT_EQ(totals.total({{figures(1, 24)}}).at(0).groups.at(0).entries, 24U);
+  totals.finished(&third, {figures(1, 25)});
+  EXPECT_EQ(total_entries(totals), 25U);
+}
+
+// A scrape between a run's final figures and its report of its end showed more: never less after.
+TEST(ResourceTotalsTest, WhatAScrapeShowedIsNeverTakenBack) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int run = 0;
+  totals.started(&run, {figures(1, 0)});
+  EXPECT_EQ(totals.total({{figures(1, 30)}}).at(0).groups.at(0).entries, 30U);
+  totals.finished(&run, {figures(1, 20)});
+  EXPECT_EQ(total_entries(totals), 30U);
+}
+
+// A run that tracks an object again after its start ends once for it: the object stays in use by
+// the other run that shares it, and is not forgotten among the idle ones.
+TEST(ResourceTotalsTest, AnObjectTrackedAgainByOneRunStaysInUseByTheOther) {
+  using conveyor::prometheus::detail::ResourceTotals;
+  ResourceTotals totals;
+  const int first = 0;
+  const int second = 0;
+  totals.started(&first, {figures(1, 0)});
+  totals.started(&second, {figures(1, 0)});
+  totals.finished(&first, {figures(1, 5), figures(1, 5)});
+  std::vector<int> others(ResourceTotals::remembered + 1);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    totals.started(&others[i], {figures(100 + i, 0)});
+    totals.finished(&others[i], {figures(100 + i, 1)});
+  }
+  totals.finished(&second, {figures(1, 8)});
+  EXPECT_EQ(total_entries(totals), 8U + others.size());
+}
+
 TEST(ResourceTotalsTest, FiguresWithoutAnIdAreTheLatestRuns) {
   conveyor::prometheus::detail::ResourceTotals totals;
   const int first = 0;

@@ -79,6 +79,11 @@ std::uint64_t entries(const ResourceStats& resource) noexcept {
   return total;
 }
 
+// Of two figures of one object, the later: every field only grows, each wait adds an entry.
+const ResourceStats& later(const ResourceStats& one, const ResourceStats& other) noexcept {
+  return entries(one) >= entries(other) ? one : other;
+}
+
 }  // namespace
 
 ResourceTotals::Seen* ResourceTotals::find(std::uint64_t id) {
@@ -140,9 +145,14 @@ void ResourceTotals::finished(const void* run, const std::vector<ResourceStats>&
       continue;
     }
     Seen& seen = use(resource.id);
-    add(settled_, since(resource, seen.counted));
-    seen.counted = resource;
-    if (std::find(ids.begin(), ids.end(), resource.id) != ids.end() && seen.runs > 0) --seen.runs;
+    const ResourceStats last = later(resource, seen.shown);
+    add(settled_, since(last, seen.counted));
+    seen.counted = later(seen.counted, last);
+    // Once for each time the run tracked it from its start (a second track() after it adds none).
+    if (const auto mine = std::find(ids.begin(), ids.end(), resource.id); mine != ids.end()) {
+      ids.erase(mine);
+      if (seen.runs > 0) --seen.runs;
+    }
   }
   forget_the_oldest();
 }
@@ -165,7 +175,12 @@ std::vector<ResourceStats> ResourceTotals::total(
   }
   for (const auto& [id, resource] : now) {
     const Seen* seen = find(id);
-    add(result, seen != nullptr ? since(*resource, seen->counted) : *resource);
+    if (seen == nullptr) {
+      add(result, *resource);
+      continue;
+    }
+    seen->shown = later(seen->shown, *resource);
+    add(result, since(seen->shown, seen->counted));
   }
   for (const ResourceStats& resource : unidentified)
     add(result, resource);

@@ -9,6 +9,8 @@
 // Objects of one name add up. The last figures of the `remembered` most recently used objects that
 // no live run tracks are kept; an object forgotten and tracked again counts from zero. A resource
 // whose figures carry no id (0: a resource type of the user's own) shows its latest run's figures.
+// Figures only ever move forward: a run's final figures, taken before it reports its end, may be
+// older than another run's, or than what a scrape in between showed.
 //
 // Contract: not thread-safe (PipelineMetrics calls it under its mutex). `run` identifies a run
 // between its started() and its finished().
@@ -37,8 +39,9 @@ class ResourceTotals {
  private:
   struct Seen {
     std::uint64_t id = 0;
-    ResourceStats counted;  // its figures as far as they are settled
-    std::size_t runs = 0;   // live runs that track it
+    ResourceStats counted;        // its figures as far as they are settled
+    mutable ResourceStats shown;  // the latest figures a total() showed: never shown less again
+    std::size_t runs = 0;         // live runs that track it
   };
   Seen* find(std::uint64_t id);
   [[nodiscard]] const Seen* find(std::uint64_t id) const;
