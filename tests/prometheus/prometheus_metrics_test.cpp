@@ -334,7 +334,7 @@ TEST(ResourceTotalsTest, RemembersTheMostRecentObjectsAndForgetsTheOldest) {
   std::vector<int> runs(ResourceTotals::remembered + 3);
   const auto once = [&](std::uint64_t id, std::uint64_t entries) {
     const void* key = &runs.at(static_cast<std::size_t>(run++));
-    totals.started(key, {figures(id, 0)});
+    totals.tracks(key, {figures(id, 0)});
     totals.finished(key, {figures(id, entries)});
   };
   once(1, 10);
@@ -354,12 +354,12 @@ TEST(ResourceTotalsTest, RunsThatEndInTheOtherOrderCountEachAccessOnce) {
   const int first = 0;
   const int second = 0;
   const int third = 0;
-  totals.started(&first, {figures(1, 0)});
-  totals.started(&second, {figures(1, 0)});
+  totals.tracks(&first, {figures(1, 0)});
+  totals.tracks(&second, {figures(1, 0)});
   totals.finished(&second, {figures(1, 20)});
   totals.finished(&first, {figures(1, 10)});
   EXPECT_EQ(total_entries(totals), 20U);
-  totals.started(&third, {figures(1, 20)});
+  totals.tracks(&third, {figures(1, 20)});
   EXPECT_EQ(totals.total({{figures(1, 24)}}).at(0).groups.at(0).entries, 24U);
   totals.finished(&third, {figures(1, 25)});
   EXPECT_EQ(total_entries(totals), 25U);
@@ -369,7 +369,7 @@ TEST(ResourceTotalsTest, RunsThatEndInTheOtherOrderCountEachAccessOnce) {
 TEST(ResourceTotalsTest, WhatAScrapeShowedIsNeverTakenBack) {
   conveyor::prometheus::detail::ResourceTotals totals;
   const int run = 0;
-  totals.started(&run, {figures(1, 0)});
+  totals.tracks(&run, {figures(1, 0)});
   EXPECT_EQ(totals.total({{figures(1, 30)}}).at(0).groups.at(0).entries, 30U);
   totals.finished(&run, {figures(1, 20)});
   EXPECT_EQ(total_entries(totals), 30U);
@@ -382,25 +382,75 @@ TEST(ResourceTotalsTest, AnObjectTrackedAgainByOneRunStaysInUseByTheOther) {
   ResourceTotals totals;
   const int first = 0;
   const int second = 0;
-  totals.started(&first, {figures(1, 0)});
-  totals.started(&second, {figures(1, 0)});
+  totals.tracks(&first, {figures(1, 0)});
+  totals.tracks(&second, {figures(1, 0)});
   totals.finished(&first, {figures(1, 5), figures(1, 5)});
   std::vector<int> others(ResourceTotals::remembered + 1);
   for (std::size_t i = 0; i < others.size(); ++i) {
-    totals.started(&others[i], {figures(100 + i, 0)});
+    totals.tracks(&others[i], {figures(100 + i, 0)});
     totals.finished(&others[i], {figures(100 + i, 1)});
   }
   totals.finished(&second, {figures(1, 8)});
   EXPECT_EQ(total_entries(totals), 8U + others.size());
 }
 
+// An object nothing has entered yet is exported, with zeros.
+TEST(ResourceTotalsTest, AnObjectNotYetEnteredShowsZeros) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int run = 0;
+  totals.tracks(&run, {figures(1, 0)});
+  const auto shown = totals.total({{figures(1, 0)}});
+  ASSERT_EQ(shown.size(), 1U);
+  EXPECT_EQ(shown[0].name, "r");
+  ASSERT_EQ(shown[0].groups.size(), 1U);
+  EXPECT_EQ(shown[0].groups[0].entries, 0U);
+}
+
+// Two readings at once need not be ahead of each other in every field (a reading takes them one
+// at a time): each exported field keeps the larger.
+TEST(ResourceTotalsTest, EachFieldKeepsTheLargerOfTwoReadings) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int run = 0;
+  totals.tracks(&run, {figures(1, 0)});
+  conveyor::ResourceStats scraped = figures(1, 15);
+  scraped.groups[0].aces = 10;
+  scraped.groups[0].waits = 5;
+  conveyor::ResourceStats final_figures = figures(1, 16);
+  final_figures.groups[0].aces = 9;
+  final_figures.groups[0].waits = 7;
+  (void)totals.total({{scraped}});
+  totals.finished(&run, {final_figures});
+  const conveyor::GroupStats group = totals.total({}).at(0).groups.at(0);
+  EXPECT_EQ(group.aces, 10U);
+  EXPECT_EQ(group.waits, 7U);
+  EXPECT_EQ(group.entries, 17U);
+}
+
+// An object a run tracked after its start is in use by it once a scrape has seen it: what the
+// scrape showed stays, and it is not forgotten among the idle ones while the run goes on.
+TEST(ResourceTotalsTest, AnObjectTrackedLateIsInUseOnceAScrapeSawIt) {
+  using conveyor::prometheus::detail::ResourceTotals;
+  ResourceTotals totals;
+  const int run = 0;
+  totals.tracks(&run, {});
+  totals.tracks(&run, {figures(1, 30)});  // what a snapshot does before total()
+  EXPECT_EQ(totals.total({{figures(1, 30)}}).at(0).groups.at(0).entries, 30U);
+  std::vector<int> others(ResourceTotals::remembered + 1);
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    totals.tracks(&others[i], {figures(100 + i, 0)});
+    totals.finished(&others[i], {figures(100 + i, 1)});
+  }
+  totals.finished(&run, {figures(1, 20)});
+  EXPECT_EQ(total_entries(totals), 30U + others.size());
+}
+
 TEST(ResourceTotalsTest, FiguresWithoutAnIdAreTheLatestRuns) {
   conveyor::prometheus::detail::ResourceTotals totals;
   const int first = 0;
   const int second = 0;
-  totals.started(&first, {figures(0, 0)});
+  totals.tracks(&first, {figures(0, 0)});
   totals.finished(&first, {figures(0, 5)});
-  totals.started(&second, {figures(0, 0)});
+  totals.tracks(&second, {figures(0, 0)});
   EXPECT_EQ(totals.total({{figures(0, 2)}}).at(0).groups.at(0).entries, 2U);
   totals.finished(&second, {figures(0, 3)});
   EXPECT_EQ(total_entries(totals), 3U);

@@ -178,7 +178,7 @@ void PipelineMetrics::on_start(const Pipeline& pipeline) {
     series = &series_.back();
   }
   series->live.push_back(&pipeline);
-  series->resources.started(&pipeline, resources);
+  series->resources.tracks(&pipeline, resources);
 }
 
 void PipelineMetrics::on_finish(const Pipeline& pipeline, const PipelineStats& stats,
@@ -207,6 +207,8 @@ std::vector<PipelineStats> PipelineMetrics::snapshot() const {
     for (const Pipeline* live : series.live) {
       PipelineStats now = live->stats();
       accumulate(total, now);
+      // A resource tracked after the run started is in use by it from here on.
+      series.resources.tracks(live, now.resources);
       resources.push_back(std::move(now.resources));
     }
     total.resources = series.resources.total(resources);

@@ -79,9 +79,28 @@ std::uint64_t entries(const ResourceStats& resource) noexcept {
   return total;
 }
 
-// Of two figures of one object, the later: every field only grows, each wait adds an entry.
-const ResourceStats& later(const ResourceStats& one, const ResourceStats& other) noexcept {
-  return entries(one) >= entries(other) ? one : other;
+// Two figures of one object, field by field the larger: every field only grows, but a reading
+// takes them one at a time, so of two readings at once neither need be ahead in every field.
+ResourceStats later(const ResourceStats& one, const ResourceStats& other) {
+  ResourceStats result = one;
+  if (result.name.empty()) result.name = other.name;
+  result.id = one.id != 0 ? one.id : other.id;
+  for (const GroupStats& group : other.groups) {
+    const auto same = std::find_if(result.groups.begin(), result.groups.end(),
+                                   [&](const GroupStats& each) { return each.name == group.name; });
+    if (same == result.groups.end()) {
+      result.groups.push_back(group);
+      continue;
+    }
+    same->aces = std::max(same->aces, group.aces);
+    same->waits = std::max(same->waits, group.waits);
+    same->entries = std::max({same->entries, group.entries, same->aces + same->waits});
+    for (std::size_t i = 0; i < same->wait.counts.size(); ++i)
+      same->wait.counts[i] = std::max(same->wait.counts[i], group.wait.counts[i]);
+    same->wait.count = std::max(same->wait.count, group.wait.count);
+    same->wait.sum_seconds = std::max(same->wait.sum_seconds, group.wait.sum_seconds);
+  }
+  return result;
 }
 
 }  // namespace
@@ -124,10 +143,10 @@ void ResourceTotals::forget_the_oldest() {
   }
 }
 
-void ResourceTotals::started(const void* run, const std::vector<ResourceStats>& resources) {
+void ResourceTotals::tracks(const void* run, const std::vector<ResourceStats>& resources) {
   std::vector<std::uint64_t>& ids = runs_[run];
   for (const ResourceStats& resource : resources) {
-    if (resource.id == 0) continue;
+    if (resource.id == 0 || std::find(ids.begin(), ids.end(), resource.id) != ids.end()) continue;
     ++use(resource.id).runs;
     ids.push_back(resource.id);
   }
@@ -148,7 +167,7 @@ void ResourceTotals::finished(const void* run, const std::vector<ResourceStats>&
     const ResourceStats last = later(resource, seen.shown);
     add(settled_, since(last, seen.counted));
     seen.counted = later(seen.counted, last);
-    // Once for each time the run tracked it from its start (a second track() after it adds none).
+    // Once per run, however often the run tracked it.
     if (const auto mine = std::find(ids.begin(), ids.end(), resource.id); mine != ids.end()) {
       ids.erase(mine);
       if (seen.runs > 0) --seen.runs;

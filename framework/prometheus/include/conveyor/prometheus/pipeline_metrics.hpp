@@ -57,7 +57,8 @@ class PipelineMetrics final : public ::prometheus::Collectable, public Observer 
     std::string name;
     std::optional<PipelineStats> finished;  // the runs that finished, summed (not the resources)
     std::vector<const Pipeline*> live;      // the runs that have not
-    detail::ResourceTotals resources;       // the shared resources their runs track
+    // The shared resources their runs track (a snapshot learns of those tracked late).
+    mutable detail::ResourceTotals resources;
   };
 
   mutable std::mutex mutex_;

@@ -9,11 +9,12 @@
 // Objects of one name add up. The last figures of the `remembered` most recently used objects that
 // no live run tracks are kept; an object forgotten and tracked again counts from zero. A resource
 // whose figures carry no id (0: a resource type of the user's own) shows its latest run's figures.
-// Figures only ever move forward: a run's final figures, taken before it reports its end, may be
-// older than another run's, or than what a scrape in between showed.
+// Figures only ever move forward, field by field: a run's final figures, taken before it reports
+// its end, may be older than another run's, or than what a scrape in between showed.
 //
 // Contract: not thread-safe (PipelineMetrics calls it under its mutex). `run` identifies a run
-// between its started() and its finished().
+// from its first tracks() (at its start, and again before each total(), for what it tracked
+// since) to its finished().
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,8 @@ class ResourceTotals {
  public:
   static constexpr std::size_t remembered = 1024;
 
-  void started(const void* run, const std::vector<ResourceStats>& resources);
+  // The objects `run` tracks (those it had not, counted from now on as in use by it).
+  void tracks(const void* run, const std::vector<ResourceStats>& resources);
   void finished(const void* run, const std::vector<ResourceStats>& resources);
   // The figures to export, given the live runs' resources now.
   [[nodiscard]] std::vector<ResourceStats> total(
