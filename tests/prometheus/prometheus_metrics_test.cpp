@@ -407,23 +407,45 @@ TEST(ResourceTotalsTest, AnObjectNotYetEnteredShowsZeros) {
 }
 
 // Two readings at once need not be ahead of each other in every field (a reading takes them one
-// at a time): each exported field keeps the larger.
+// at a time): each counter keeps the larger, and the waits and entries follow from them.
 TEST(ResourceTotalsTest, EachFieldKeepsTheLargerOfTwoReadings) {
   conveyor::prometheus::detail::ResourceTotals totals;
   const int run = 0;
   totals.tracks(&run, {figures(1, 0)});
-  conveyor::ResourceStats scraped = figures(1, 15);
-  scraped.groups[0].aces = 10;
-  scraped.groups[0].waits = 5;
-  conveyor::ResourceStats final_figures = figures(1, 16);
-  final_figures.groups[0].aces = 9;
-  final_figures.groups[0].waits = 7;
+  conveyor::ResourceStats scraped = figures(1, 10);  // 10 aces
+  scraped.groups[0].wait.counts[0] = 5;
+  conveyor::ResourceStats final_figures = figures(1, 9);  // 9 aces
+  final_figures.groups[0].wait.counts[0] = 4;
+  final_figures.groups[0].wait.counts[1] = 3;
   (void)totals.total({{scraped}});
   totals.finished(&run, {final_figures});
   const conveyor::GroupStats group = totals.total({}).at(0).groups.at(0);
   EXPECT_EQ(group.aces, 10U);
-  EXPECT_EQ(group.waits, 7U);
-  EXPECT_EQ(group.entries, 17U);
+  EXPECT_EQ(group.wait.counts[0], 5U);
+  EXPECT_EQ(group.wait.counts[1], 3U);
+  EXPECT_EQ(group.wait.count, 8U);
+  EXPECT_EQ(group.waits, 8U);
+  EXPECT_EQ(group.entries, 18U);
+  // Settled and remembered alike: the next run adds only what is new.
+  const int next = 0;
+  totals.tracks(&next, {figures(1, 10)});
+  conveyor::ResourceStats later_figures = figures(1, 12);
+  later_figures.groups[0].wait.counts[0] = 5;
+  later_figures.groups[0].wait.counts[1] = 3;
+  totals.finished(&next, {later_figures});
+  EXPECT_EQ(total_entries(totals), 20U);
+}
+
+// A resource tracked after the run's final figures were taken, which a scrape then saw: what the
+// scrape showed stays, and the run no longer keeps it in use.
+TEST(ResourceTotalsTest, AnObjectOnlyAScrapeSawIsSettledAtTheRunsEnd) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const int run = 0;
+  totals.tracks(&run, {});
+  totals.tracks(&run, {figures(1, 5)});
+  EXPECT_EQ(totals.total({{figures(1, 5)}}).at(0).groups.at(0).entries, 5U);
+  totals.finished(&run, {});
+  EXPECT_EQ(total_entries(totals), 5U);
 }
 
 // An object a run tracked after its start is in use by it once a scrape has seen it: what the

@@ -44,6 +44,17 @@ void add(std::vector<ResourceStats>& into, const ResourceStats& more) {
   }
 }
 
+// The figures that follow from the others, as Shared::stats() makes them: the waits are the
+// histogram's count, the entries the aces and the waits. Arithmetic on readings works on the
+// others only, so that the three always agree.
+void derive(GroupStats& group) noexcept {
+  group.wait.count = 0;
+  for (const std::uint64_t count : group.wait.counts)
+    group.wait.count += count;
+  group.waits = group.wait.count;
+  group.entries = group.aces + group.waits;
+}
+
 // What one object's figures `now` added since its figures `before`.
 ResourceStats since(const ResourceStats& now, const ResourceStats& before) {
   ResourceStats added = now;
@@ -52,13 +63,11 @@ ResourceStats since(const ResourceStats& now, const ResourceStats& before) {
         std::find_if(before.groups.begin(), before.groups.end(),
                      [&](const GroupStats& each) { return each.name == group.name; });
     if (earlier == before.groups.end()) continue;
-    group.entries = less(group.entries, earlier->entries);
     group.aces = less(group.aces, earlier->aces);
-    group.waits = less(group.waits, earlier->waits);
     for (std::size_t i = 0; i < group.wait.counts.size(); ++i)
       group.wait.counts[i] = less(group.wait.counts[i], earlier->wait.counts[i]);
-    group.wait.count = less(group.wait.count, earlier->wait.count);
     group.wait.sum_seconds = std::max(0.0, group.wait.sum_seconds - earlier->wait.sum_seconds);
+    derive(group);
   }
   return added;
 }
@@ -93,12 +102,10 @@ ResourceStats later(const ResourceStats& one, const ResourceStats& other) {
       continue;
     }
     same->aces = std::max(same->aces, group.aces);
-    same->waits = std::max(same->waits, group.waits);
-    same->entries = std::max({same->entries, group.entries, same->aces + same->waits});
     for (std::size_t i = 0; i < same->wait.counts.size(); ++i)
       same->wait.counts[i] = std::max(same->wait.counts[i], group.wait.counts[i]);
-    same->wait.count = std::max(same->wait.count, group.wait.count);
     same->wait.sum_seconds = std::max(same->wait.sum_seconds, group.wait.sum_seconds);
+    derive(*same);
   }
   return result;
 }
@@ -172,6 +179,15 @@ void ResourceTotals::finished(const void* run, const std::vector<ResourceStats>&
       ids.erase(mine);
       if (seen.runs > 0) --seen.runs;
     }
+  }
+  // Tracked after the run's final figures were taken (a scrape saw it since): what the scrape
+  // showed is settled, and the run uses it no more.
+  for (const std::uint64_t id : ids) {
+    Seen* seen = find(id);
+    if (seen == nullptr) continue;
+    add(settled_, since(seen->shown, seen->counted));
+    seen->counted = later(seen->counted, seen->shown);
+    if (seen->runs > 0) --seen->runs;
   }
   forget_the_oldest();
 }
