@@ -466,6 +466,31 @@ TEST(ResourceTotalsTest, AnObjectTrackedLateIsInUseOnceAScrapeSawIt) {
   EXPECT_EQ(total_entries(totals), 30U + others.size());
 }
 
+// The wait time is a sum of doubles, added in the order runs end when settled and in the order of
+// the objects when live: in another order it may round lower, and is exported no lower.
+TEST(ResourceTotalsTest, TheWaitTimeNeverRoundsLower) {
+  conveyor::prometheus::detail::ResourceTotals totals;
+  const auto waited = [](std::uint64_t id, double seconds) {
+    conveyor::ResourceStats stats = figures(id, 0);
+    stats.groups[0].wait.counts[0] = 1;
+    stats.groups[0].wait.sum_seconds = seconds;
+    return stats;
+  };
+  const int earlier = 0;
+  const int first = 0;
+  const int second = 0;
+  totals.tracks(&earlier, {waited(3, 0.1)});
+  totals.finished(&earlier, {waited(3, 0.1)});
+  totals.tracks(&first, {waited(1, 0.2)});
+  totals.tracks(&second, {waited(2, 1e-9)});
+  // (0.1 + 0.2) + 1e-9, then (0.1 + 1e-9) + 0.2, which rounds lower.
+  const double before =
+      totals.total({{waited(1, 0.2)}, {waited(2, 1e-9)}}).at(0).groups.at(0).wait.sum_seconds;
+  totals.finished(&second, {waited(2, 1e-9)});
+  const double after = totals.total({{waited(1, 0.2)}}).at(0).groups.at(0).wait.sum_seconds;
+  EXPECT_GE(after, before);
+}
+
 TEST(ResourceTotalsTest, FiguresWithoutAnIdAreTheLatestRuns) {
   conveyor::prometheus::detail::ResourceTotals totals;
   const int first = 0;

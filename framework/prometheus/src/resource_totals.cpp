@@ -219,6 +219,13 @@ std::vector<ResourceStats> ResourceTotals::total(
   }
   for (const ResourceStats& resource : unidentified)
     add(result, resource);
+  for (ResourceStats& resource : result) {
+    for (GroupStats& group : resource.groups) {
+      double& last = exported_seconds_[{resource.name, group.name}];
+      group.wait.sum_seconds = std::max(group.wait.sum_seconds, last);
+      last = group.wait.sum_seconds;
+    }
+  }
   return result;
 }
 

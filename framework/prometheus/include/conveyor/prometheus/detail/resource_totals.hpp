@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conveyor/framework/stats.hpp"
@@ -54,6 +55,9 @@ class ResourceTotals {
   std::map<const void*, std::vector<std::uint64_t>> runs_;  // what each live run tracks
   std::vector<ResourceStats> settled_;
   std::vector<ResourceStats> unidentified_;
+  // The wait time last exported per resource and group name: sums of the same parts added in
+  // another order may round lower, and a counter must not go down.
+  mutable std::map<std::pair<std::string, std::string>, double> exported_seconds_;
 };
 
 }  // namespace conveyor::prometheus::detail
