@@ -798,14 +798,15 @@ TEST(LogIngestServeOps, SighupReloadsTheInputsAndKeepsUnchangedConnections) {
   ASSERT_TRUE(service.reload_replacing(
       "  - {name: syslog_udp, type: syslog_udp, listen: \"127.0.0.1:0\"}\n",
       "  - {name: access, type: tcp, listen: \"127.0.0.1:0\", format: combined}\n"));
-  ASSERT_TRUE(Service::eventually([&] {
-    return service.log().find("inputs: kept 1, reopened 0, removed 1, added 1") !=
-           std::string::npos;
-  })) << service.log();
+  // The summary comes first, then a line for each input that listens.
   std::smatch match;
-  const std::string log = service.log();
-  ASSERT_TRUE(std::regex_search(log, match,
-                                std::regex(R"(input 'access' \(tcp\) on tcp://[0-9.]+:([0-9]+))")));
+  std::string log;
+  ASSERT_TRUE(Service::eventually([&] {
+    log = service.log();
+    return log.find("inputs: kept 1, reopened 0, removed 1, added 1") != std::string::npos &&
+           std::regex_search(log, match,
+                             std::regex(R"(input 'access' \(tcp\) on tcp://[0-9.]+:([0-9]+))"));
+  })) << service.log();
   Client access(static_cast<std::uint16_t>(std::stoi(match[1])));
   ASSERT_TRUE(access.send(
       R"(10.0.0.1 - - [11/Oct/2024:22:14:15 +0000] "GET /reloaded HTTP/1.1" 200 5 "-" "curl")"
@@ -849,12 +850,15 @@ std::uint16_t reload_and_reopen(Service& service, const std::string& from, const
                                 const std::string& reopened, const std::string& name,
                                 const std::string& type) {
   if (!service.reload_replacing(from, to)) return 0;
-  if (!Service::eventually([&] {
-        return service.log().find("inputs: kept 0, reopened " + reopened) != std::string::npos;
-      })) {
-    return 0;
-  }
-  return last_port(service.log(), name, type);
+  // The summary comes first, then a line for each input that listens.
+  std::uint16_t port = 0;
+  (void)Service::eventually([&] {
+    const std::string log = service.log();
+    if (log.find("inputs: kept 0, reopened " + reopened) == std::string::npos) return false;
+    port = last_port(log, name, type);
+    return port != 0;
+  });
+  return port;
 }
 
 // A SIGHUP that moves an input to an address it cannot bind leaves that input on its previous
