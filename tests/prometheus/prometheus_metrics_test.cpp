@@ -327,23 +327,32 @@ std::uint64_t total_entries(const conveyor::prometheus::detail::ResourceTotals& 
   return all.empty() ? 0 : all.at(0).groups.at(0).entries;
 }
 
+// A run of its own that finds object `id` with no entries and leaves it with `entries`.
+void run_once(conveyor::prometheus::detail::ResourceTotals& totals, std::uint64_t id,
+              std::uint64_t entries) {
+  const int run = 0;  // its address names the run until it finishes
+  totals.tracks(&run, {figures(id, 0)});
+  totals.finished(&run, {figures(id, entries)});
+}
+
+// `count` objects from id `first`, each entered once by a run of its own and idle since; returns
+// `count`.
+std::uint64_t idle_objects(conveyor::prometheus::detail::ResourceTotals& totals,
+                           std::uint64_t first, std::uint64_t count) {
+  for (std::uint64_t id = first; id < first + count; ++id)
+    run_once(totals, id, 1);
+  return count;
+}
+
 TEST(ResourceTotalsTest, RemembersTheMostRecentObjectsAndForgetsTheOldest) {
   using conveyor::prometheus::detail::ResourceTotals;
   ResourceTotals totals;
-  int run = 0;  // each run an address of its own
-  std::vector<int> runs(ResourceTotals::remembered + 3);
-  const auto once = [&](std::uint64_t id, std::uint64_t entries) {
-    const void* key = &runs.at(static_cast<std::size_t>(run++));
-    totals.tracks(key, {figures(id, 0)});
-    totals.finished(key, {figures(id, entries)});
-  };
-  once(1, 10);
-  once(1, 15);  // remembered: 5 more
+  run_once(totals, 1, 10);
+  run_once(totals, 1, 15);  // remembered: 5 more
   EXPECT_EQ(total_entries(totals), 15U);
-  for (std::uint64_t id = 2; id < 2 + ResourceTotals::remembered; ++id)
-    once(id, 1);
+  idle_objects(totals, 2, ResourceTotals::remembered);
   EXPECT_EQ(total_entries(totals), 15U + ResourceTotals::remembered);
-  once(1, 20);  // forgotten (the oldest of remembered + 1): counted from zero
+  run_once(totals, 1, 20);  // forgotten (the oldest of remembered + 1): counted from zero
   EXPECT_EQ(total_entries(totals), 35U + ResourceTotals::remembered);
 }
 
@@ -385,13 +394,9 @@ TEST(ResourceTotalsTest, AnObjectTrackedAgainByOneRunStaysInUseByTheOther) {
   totals.tracks(&first, {figures(1, 0)});
   totals.tracks(&second, {figures(1, 0)});
   totals.finished(&first, {figures(1, 5), figures(1, 5)});
-  std::vector<int> others(ResourceTotals::remembered + 1);
-  for (std::size_t i = 0; i < others.size(); ++i) {
-    totals.tracks(&others[i], {figures(100 + i, 0)});
-    totals.finished(&others[i], {figures(100 + i, 1)});
-  }
+  const std::uint64_t others = idle_objects(totals, 100, ResourceTotals::remembered + 1);
   totals.finished(&second, {figures(1, 8)});
-  EXPECT_EQ(total_entries(totals), 8U + others.size());
+  EXPECT_EQ(total_entries(totals), 8U + others);
 }
 
 // An object nothing has entered yet is exported, with zeros.
@@ -457,13 +462,9 @@ TEST(ResourceTotalsTest, AnObjectTrackedLateIsInUseOnceAScrapeSawIt) {
   totals.tracks(&run, {});
   totals.tracks(&run, {figures(1, 30)});  // what a snapshot does before total()
   EXPECT_EQ(totals.total({{figures(1, 30)}}).at(0).groups.at(0).entries, 30U);
-  std::vector<int> others(ResourceTotals::remembered + 1);
-  for (std::size_t i = 0; i < others.size(); ++i) {
-    totals.tracks(&others[i], {figures(100 + i, 0)});
-    totals.finished(&others[i], {figures(100 + i, 1)});
-  }
+  const std::uint64_t others = idle_objects(totals, 100, ResourceTotals::remembered + 1);
   totals.finished(&run, {figures(1, 20)});
-  EXPECT_EQ(total_entries(totals), 30U + others.size());
+  EXPECT_EQ(total_entries(totals), 30U + others);
 }
 
 // The wait time is a sum of doubles, added in the order runs end when settled and in the order of
