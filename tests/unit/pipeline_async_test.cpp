@@ -10,11 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -247,6 +249,67 @@ TEST(PipelineAsyncTest, AThrowMidFlightFailsTheRunAndLeavesNoFrame) {
   EXPECT_GT(frames.peak.load(), 1);
   EXPECT_EQ(frames.live.load(), 0);
   EXPECT_EQ(p.stats().stages[1].errors, 1U);
+}
+
+// Two workers, one item each, both failing: worker 1's coroutine fails well after the first
+// failure cancelled the run, so its worker has left by then; its error still counts.
+TEST(PipelineAsyncTest, AFailureAfterItsWorkerLeftIsCounted) {
+  Watchdog watchdog;
+  std::latch both_running(2);
+  Pipeline p({.io_threads = 2});
+  p.source(count_to(2)) |
+      stage(
+          [&](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
+            // Blocks its I/O thread: the two coroutines run on different threads at once.
+            both_running.arrive_and_wait();
+            if (x == 1) std::this_thread::sleep_for(300ms);
+            throw std::runtime_error("item " + std::to_string(x));
+            co_return x;
+          },
+          {.mode = Mode::parallel,
+           .workers = 2,
+           .dispatch = conveyor::Dispatch::by_partition<std::uint64_t>(
+               [](std::uint64_t x) { return x; })}) |
+      sink(discard);
+  EXPECT_THROW(p.run(), std::runtime_error);
+  EXPECT_EQ(p.stats().stages[1].errors, 2U);
+}
+
+// Three items go through and two fail while the worker is blocked handing the third to a sink
+// that holds the first: the worker takes both failures at once (or, if it gets there first, one
+// and then the other as it leaves). Each counts once.
+TEST(PipelineAsyncTest, FailuresTakenTogetherAreEachCounted) {
+  Watchdog watchdog;
+  std::atomic<int> launched{0};
+  std::atomic<bool> sink_holds_one{false};
+  std::atomic<int> thrown{0};
+  Pipeline p;
+  p.source(count_to(5)) |
+      stage(
+          [&](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
+            launched.fetch_add(1, std::memory_order_relaxed);
+            while (launched.load(std::memory_order_relaxed) < 5)
+              co_await pause(1ms);
+            if (x < 3) co_return x;
+            while (!sink_holds_one.load(std::memory_order_relaxed))
+              co_await pause(1ms);
+            co_await pause(200ms);  // the worker is blocked pushing item 2 by then
+            thrown.fetch_add(1, std::memory_order_relaxed);
+            throw std::runtime_error("item " + std::to_string(x));
+          },
+          {.in_flight = 5}) |
+      sink(
+          [&](std::uint64_t) {
+            if (sink_holds_one.exchange(true, std::memory_order_relaxed)) return;
+            const auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (thrown.load(std::memory_order_relaxed) < 2 &&
+                   std::chrono::steady_clock::now() < deadline)
+              std::this_thread::sleep_for(1ms);
+          },
+          {.channel = conveyor::Channel::mailbox()});
+  EXPECT_THROW(p.run(), std::runtime_error);
+  EXPECT_EQ(thrown.load(), 2);
+  EXPECT_EQ(p.stats().stages[1].errors, 2U);
 }
 
 TEST(PipelineAsyncTest, AbortDestroysTheCoroutinesInFlight) {

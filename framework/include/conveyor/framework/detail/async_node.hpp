@@ -78,11 +78,12 @@ boost::asio::awaitable<void> run_async_item(F& code, In item, Tag tag, std::uint
 template <class R, class F>
 class AsyncWorkers {
  public:
-  AsyncWorkers(Prototype<F>& prototype, std::size_t workers, const Wiring& wiring)
-      : code_(prototype.instances(workers)) {
-    for (std::size_t worker = 0; worker < workers; ++worker) {
+  AsyncWorkers(NodeBase& node, Prototype<F>& prototype, const Wiring& wiring)
+      : code_(prototype.instances(node.workers())) {
+    for (std::size_t worker = 0; worker < node.workers(); ++worker) {
       strands_.push_back(&wiring.io->make_strand());
-      done_.push_back(std::make_unique<Completions<R>>(*wiring.own[worker]));
+      done_.push_back(
+          std::make_unique<Completions<R>>(*wiring.own[worker], node.counters(worker).errors));
     }
   }
 
@@ -168,7 +169,7 @@ class AsyncStageNode final : public ConsumerNode<In, F> {
   class Run final : public Instance {
    public:
     Run(AsyncStageNode& node, const Wiring& wiring)
-        : Instance(node, wiring), workers_(node.prototype_, node.workers(), wiring) {}
+        : Instance(node, wiring), workers_(node, node.prototype_, wiring) {}
 
    private:
     void run(WorkerContext& context, std::size_t worker) override {
@@ -217,7 +218,7 @@ class AsyncSinkNode final : public ConsumerNode<In, F> {
   class Run final : public Instance {
    public:
     Run(AsyncSinkNode& node, const Wiring& wiring)
-        : Instance(node, wiring), workers_(node.prototype_, node.workers(), wiring) {}
+        : Instance(node, wiring), workers_(node, node.prototype_, wiring) {}
 
    private:
     void run(WorkerContext& context, std::size_t worker) override {

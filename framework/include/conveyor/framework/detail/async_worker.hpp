@@ -10,7 +10,10 @@
 //
 // Contract: `AsyncWorker` is used by its worker only. A result is delivered in launch order when
 // asked (a serial_in_order stage, which numbers what it emits), otherwise as it comes. A result
-// holding an exception is rethrown from the call that takes it.
+// holding an exception is rethrown from the call that takes it (the worker's failure counts it);
+// every other failed result is counted in the stage's `errors` once: by the worker when it takes
+// it, or, once the worker has left (`AsyncWorker`'s destructor abandons its Completions), by the
+// coroutine that adds it.
 //
 // Memory ordering: a result is published under the list's mutex; `count_` is raised (release)
 // under it, and the doorbell's ring (a full fence, then the waiter's announcement) pairs with the
@@ -21,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -29,6 +33,7 @@
 #include "conveyor/framework/detail/in_port.hpp"
 #include "conveyor/framework/detail/parcel.hpp"
 #include "conveyor/framework/detail/worker_context.hpp"
+#include "conveyor/framework/detail/worker_counters.hpp"
 #include "conveyor/sync/detail/ticks.hpp"
 #include "conveyor/sync/doorbell.hpp"
 
@@ -47,17 +52,35 @@ struct AsyncResult {
 template <class R>
 class Completions {
  public:
-  explicit Completions(Doorbell& worker) noexcept : worker_(worker) {}
+  Completions(Doorbell& worker, SharedCounter& errors) noexcept
+      : worker_(worker), errors_(errors) {}
 
-  // A coroutine's last step, on an I/O thread.
+  // A coroutine's last step, on an I/O thread. Once the worker has left, a failed result is
+  // counted and every result dropped.
   void add(AsyncResult<R>&& result) {
     {
       std::lock_guard lock(mutex_);
+      if (abandoned_) {
+        if (result.error) errors_.add(1);
+        return;
+      }
       results_.push_back(std::move(result));
       // Release: the result, for the worker's acquire load in any().
       count_.store(results_.size(), std::memory_order_release);
     }
     worker_.ring(WaitReason::items);
+  }
+
+  // The worker leaves: the failures among the results it did not take are counted, and so are
+  // those added from now on.
+  void abandon() noexcept {
+    std::lock_guard lock(mutex_);
+    abandoned_ = true;
+    for (const AsyncResult<R>& result : results_)
+      if (result.error) errors_.add(1);
+    results_.clear();
+    // Relaxed: nothing is published; the worker does not read it again.
+    count_.store(0, std::memory_order_relaxed);
   }
 
   [[nodiscard]] bool any() const noexcept { return count_.load(std::memory_order_acquire) != 0; }
@@ -73,8 +96,10 @@ class Completions {
 
  private:
   Doorbell& worker_;
+  SharedCounter& errors_;
   std::mutex mutex_;
-  std::vector<AsyncResult<R>> results_;
+  std::vector<AsyncResult<R>> results_;  // guarded by mutex_
+  bool abandoned_ = false;               // guarded by mutex_
   std::atomic<std::size_t> count_{0};
 };
 
@@ -93,6 +118,9 @@ class AsyncWorker {
         deliver_(std::move(deliver)),
         before_sleep_(std::move(before_sleep)),
         waiting_(launch_order ? limit : 0) {}
+  ~AsyncWorker() { done_.abandon(); }
+  AsyncWorker(const AsyncWorker&) = delete;
+  AsyncWorker& operator=(const AsyncWorker&) = delete;
 
   // --- the InPort interface, for consume_unordered and consume_in_order ---
 
@@ -152,9 +180,12 @@ class AsyncWorker {
   void collect() {
     if (!done_.any()) return;
     done_.take(taken_);
-    for (AsyncResult<R>& result : taken_) {
+    for (auto result_it = taken_.begin(); result_it != taken_.end(); ++result_it) {
+      AsyncResult<R>& result = *result_it;
       if (result.error) {
         in_flight_ = 0;  // what is still out is abandoned: the pipeline fails
+        for (auto later = std::next(result_it); later != taken_.end(); ++later)
+          if (later->error) worker_.counters().errors.add(1);
         std::rethrow_exception(result.error);
       }
       worker_.counters().record_items(result.ended - result.started, 1);

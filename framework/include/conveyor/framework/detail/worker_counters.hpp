@@ -2,9 +2,11 @@
 //
 // Each worker writes only its own counters, so a count is a plain load and store (no
 // read-modify-write, no contended line); readers (`Pipeline::stats()`, a metrics scrape) sum the
-// workers' counters whenever they like.
+// workers' counters whenever they like. The one exception is `errors`: an asynchronous stage's
+// coroutines that fail after their worker left count themselves, on I/O threads, so it is a
+// read-modify-write (errors are rare).
 //
-// Memory ordering: every counter is a single-writer atomic, written and read relaxed. A snapshot
+// Memory ordering: every counter is an atomic written and read relaxed. A snapshot
 // taken while the pipeline runs may mix values from slightly different moments; one taken after
 // `run()` returns is exact, because joining the workers orders their last stores before it.
 #pragma once
@@ -18,6 +20,18 @@
 #include "conveyor/sync/detail/ticks.hpp"
 
 namespace conveyor::detail {
+
+// A counter that any number of threads may add to; for rare events.
+class SharedCounter {
+ public:
+  void add(std::uint64_t amount) noexcept { value_.fetch_add(amount, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t load() const noexcept {
+    return value_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uint64_t> value_{0};
+};
 
 // A counter with one writer and any number of readers.
 class RelaxedCounter {
@@ -39,7 +53,7 @@ const std::array<std::uint64_t, item_duration_buckets.size()>& duration_bucket_t
 struct alignas(64) WorkerCounters {
   RelaxedCounter items_in;
   RelaxedCounter items_out;
-  RelaxedCounter errors;
+  SharedCounter errors;  // the worker, and its coroutines once it has left
   RelaxedCounter busy_ticks;
   RelaxedCounter blocked_push_ticks;
   RelaxedCounter blocked_pop_ticks;
