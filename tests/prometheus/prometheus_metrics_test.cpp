@@ -630,11 +630,19 @@ TEST(MetricsServerTest, BasicAuthGuardsMetricsButNotHealth) {
   EXPECT_EQ(http_get(server.port(), "/metrics", "YWxpY2U6d3Jvbmc=").status, 401);  // alice:wrong
   EXPECT_EQ(http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").status, 200);  // alice:secret
   EXPECT_EQ(http_get(server.port(), "/metrics", "Ym9iOmh1bnRlcjI=").status, 200);  // bob:hunter2
+  // A prefix, a repetition (which the comparison, cycling over the known text, would match
+  // character by character), and empty parts are all refused.
+  for (const char* wrong : {"YWxpY2U6c2VjcmU=",             // alice:secre
+                            "YWxpY2U6c2VjcmV0c2VjcmV0",     // alice:secretsecret
+                            "YWxpY2VhbGljZTpzZWNyZXQ=",     // alicealice:secret
+                            "YWxpY2U6", "OnNlY3JldA=="}) {  // alice: and :secret
+    EXPECT_EQ(http_get(server.port(), "/metrics", wrong).status, 401) << wrong;
+  }
   EXPECT_EQ(http_get(server.port(), "/healthz").status, 200);
   EXPECT_EQ(http_get(server.port(), "/readyz").status, 200);
-  // The two refusals are counted, with and without credentials.
+  // The refusals are counted, with and without credentials.
   const std::string metrics = http_get(server.port(), "/metrics", "YWxpY2U6c2VjcmV0").body;
-  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 2\n"),
+  EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"401\"} 7\n"),
             std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("conveyor_metrics_http_rejected_total{code=\"405\"} 0\n"),

@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
@@ -127,14 +126,16 @@ const CivetCallbacks& callbacks() {
   return instance;
 }
 
-// Not 0 where the texts differ, in time that depends on the lengths only, not on where they differ.
+// Not 0 where the texts differ, in time that depends on the given text's length only: not on
+// where they differ, nor on the expected text's length (the loop runs over the given text, and
+// reads the expected one cyclically).
 unsigned char difference(std::string_view given, std::string_view expected) {
   unsigned char differs = given.size() == expected.size() ? 0 : 1;
-  const std::size_t length = std::max(given.size(), expected.size());
-  for (std::size_t i = 0; i < length; ++i) {
-    const char a = i < given.size() ? given[i] : '\0';
-    const char b = i < expected.size() ? expected[i] : '\0';
-    differs |= static_cast<unsigned char>(a ^ b);
+  const std::string_view known = expected.empty() ? std::string_view("\0", 1) : expected;
+  std::size_t j = 0;
+  for (const char c : given) {
+    differs |= static_cast<unsigned char>(c ^ known[j]);
+    j = (j + 1) * static_cast<std::size_t>(j + 1 != known.size());  // no branch
   }
   return differs;
 }
