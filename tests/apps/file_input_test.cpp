@@ -1,7 +1,6 @@
 // log-ingest serve's file input against an Ingress that the test drains by hand: the checkpoint
 // keeps up with what the outputs finished, even while the input waits for room.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include "conveyor/stages/checkpoint_file.hpp"
 #include "file_input.hpp"
 #include "ingress.hpp"
+#include "scratch_dir.hpp"
 #include "serve_config.hpp"
 #include "watchdog.hpp"
 
@@ -38,14 +38,7 @@ std::optional<std::uint64_t> checkpointed(const std::string& path) {
 // Each test's own directory: logs/ for the files the input follows, state/ for its checkpoint.
 class FileInputTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("conveyor-file-input-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "logs");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { fs::create_directories(dir_ / "logs"); }
 
   [[nodiscard]] fs::path log(const std::string& name) const { return dir_ / "logs" / name; }
   [[nodiscard]] std::string state() const { return (dir_ / "state").string(); }
@@ -58,7 +51,7 @@ class FileInputTest : public ::testing::Test {
     return config;
   }
 
-  fs::path dir_;
+  conveyor::testing::ScratchDir dir_{"file-input"};
 };
 
 // The queue holds one chunk and the test takes one, so the input waits to push a chunk of its

@@ -2,7 +2,6 @@
 // reopening, a path that cannot be written, and writes and flushes that fail part-way.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "output_file.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
@@ -25,14 +25,6 @@ using namespace std::chrono_literals;
 
 class OutputFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("conveyor-output-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   [[nodiscard]] std::string path() const { return (dir_ / "records.jsonl").string(); }
   static std::string read(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
@@ -49,7 +41,8 @@ class OutputFileTest : public ::testing::Test {
     return names;
   }
 
-  fs::path dir_;
+  // Not made: the output makes its directory.
+  conveyor::testing::ScratchDir dir_{"output", conveyor::testing::ScratchDir::Made::no};
 };
 
 TEST_F(OutputFileTest, FlushesEachWriteByDefault) {

@@ -3,7 +3,6 @@
 // awk, every record written valid JSON, and the exit statuses users rely on.
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "scratch_dir.hpp"
 #include "watchdog.hpp"
 
 namespace {
@@ -23,14 +23,6 @@ const fs::path data = CONVEYOR_LOG_DATA;
 
 class LogIngest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("conveyor-log-ingest-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // Runs log-ingest with `arguments`; returns its exit status.
   int run(const std::string& arguments) {
     const std::string command = std::string(CONVEYOR_LOG_INGEST) + " " + arguments + " > " +
@@ -72,7 +64,7 @@ class LogIngest : public ::testing::Test {
     return count;
   }
 
-  fs::path dir_;
+  conveyor::testing::ScratchDir dir_{"log-ingest"};
   simdjson::dom::parser parser_;
   std::string json_;
 };

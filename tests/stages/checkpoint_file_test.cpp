@@ -1,10 +1,10 @@
 // CheckpointFile: a save interrupted at any step leaves the old checkpoint or the new one; a
 // damaged file is reported and set aside, never trusted and never fatal.
 #include "conveyor/stages/checkpoint_file.hpp"
+#include "scratch_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -23,18 +23,9 @@ using conveyor::stages::CheckpointStep;
 
 class CheckpointFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("conveyor-checkpoint-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   [[nodiscard]] std::string path() const { return (dir_ / "input.checkpoint").string(); }
 
-  fs::path dir_;
+  conveyor::testing::ScratchDir dir_{"checkpoint"};
 };
 
 std::vector<CheckpointEntry> some_entries(std::uint64_t offset) {

@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 
 #include "conveyor/stages/path_glob.hpp"
 
+#include "scratch_dir.hpp"
 #include "stress.hpp"
 
 namespace {
@@ -45,14 +45,6 @@ class FileTailerTest : public ::testing::Test {
     // poll runs on the test's one thread, so ThreadSanitizer has nothing to watch here; the
     // 10,000-file test alone took it 19.5 s. The other builds run every test.
     if (conveyor::testing::thread_sanitizer) GTEST_SKIP() << "one thread: nothing for TSan";
-    dir_ = fs::temp_directory_path() /
-           ("conveyor-tail-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    if (!dir_.empty()) fs::remove_all(dir_);
   }
 
   [[nodiscard]] std::string path(const std::string& name) const { return (dir_ / name).string(); }
@@ -110,7 +102,7 @@ class FileTailerTest : public ::testing::Test {
     return tail;
   }
 
-  fs::path dir_;
+  conveyor::testing::ScratchDir dir_{"tail"};
 };
 
 // What a tailer handed out: every line with how often it came, and the chunks, whose tokens
