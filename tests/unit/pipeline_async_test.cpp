@@ -312,6 +312,52 @@ TEST(PipelineAsyncTest, FailuresTakenTogetherAreEachCounted) {
   EXPECT_EQ(p.stats().stages[1].errors, 2U);
 }
 
+// The worker fails while handing on a result (the next stage's key function throws) with two
+// failed results behind it in the batch it took: those two count too.
+TEST(PipelineAsyncTest, FailuresBehindAThrowingHandOverAreCounted) {
+  Watchdog watchdog;
+  std::atomic<int> launched{0};
+  std::atomic<int> sink_holds{0};
+  std::atomic<int> step{0};  // 1: item 5 returned, 2: item 6 threw, 3: item 7 threw
+  Pipeline p;
+  p.source(count_to(8)) |
+      stage(
+          [&](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
+            launched.fetch_add(1, std::memory_order_relaxed);
+            while (launched.load(std::memory_order_relaxed) < 8)
+              co_await pause(1ms);
+            if (x < 5) co_return x;
+            // One strand: these three end (and add their results) in this order.
+            while (sink_holds.load(std::memory_order_relaxed) < 2)
+              co_await pause(1ms);
+            co_await pause(200ms);  // the worker is blocked handing item 4 on by then
+            while (step.load(std::memory_order_relaxed) != static_cast<int>(x) - 5)
+              co_await pause(1ms);
+            step.fetch_add(1, std::memory_order_relaxed);
+            if (x == 5) co_return x;
+            throw std::runtime_error("item " + std::to_string(x));
+          },
+          {.in_flight = 8}) |
+      sink(
+          [&](std::uint64_t) {
+            sink_holds.fetch_add(1, std::memory_order_relaxed);
+            const auto deadline = std::chrono::steady_clock::now() + 10s;
+            while (step.load(std::memory_order_relaxed) < 3 &&
+                   std::chrono::steady_clock::now() < deadline)
+              std::this_thread::sleep_for(1ms);
+          },
+          {.mode = Mode::parallel,
+           .workers = 2,
+           .channel = conveyor::Channel::mailbox(),
+           .dispatch = conveyor::Dispatch::by_partition<std::uint64_t>([](std::uint64_t x) {
+             if (x == 5) throw std::logic_error("no partition for item 5");
+             return x;
+           })});
+  EXPECT_THROW(p.run(), std::logic_error);
+  // The key function's throw, and items 6 and 7.
+  EXPECT_EQ(p.stats().stages[1].errors, 3U);
+}
+
 TEST(PipelineAsyncTest, AbortDestroysTheCoroutinesInFlight) {
   Watchdog watchdog;
   FrameCount frames;

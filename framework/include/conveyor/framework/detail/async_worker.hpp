@@ -11,9 +11,9 @@
 // Contract: `AsyncWorker` is used by its worker only. A result is delivered in launch order when
 // asked (a serial_in_order stage, which numbers what it emits), otherwise as it comes. A result
 // holding an exception is rethrown from the call that takes it (the worker's failure counts it);
-// every other failed result is counted in the stage's `errors` once: by the worker when it takes
-// it, or, once the worker has left (`AsyncWorker`'s destructor abandons its Completions), by the
-// coroutine that adds it.
+// every other failed result is counted in the stage's `errors` once: by the worker as it leaves
+// (`AsyncWorker`'s destructor, for those it took and those still listed), or, once it has left,
+// by the coroutine that adds it.
 //
 // Memory ordering: a result is published under the list's mutex; `count_` is raised (release)
 // under it, and the doorbell's ring (a full fence, then the waiter's announcement) pairs with the
@@ -24,7 +24,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <iterator>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -118,7 +117,13 @@ class AsyncWorker {
         deliver_(std::move(deliver)),
         before_sleep_(std::move(before_sleep)),
         waiting_(launch_order ? limit : 0) {}
-  ~AsyncWorker() { done_.abandon(); }
+  // Counts the failures that a throw (this worker's failure, or `deliver`'s) left untaken in the
+  // batch being collected, then abandons the list.
+  ~AsyncWorker() {
+    for (const AsyncResult<R>& result : taken_)
+      if (result.error) worker_.counters().errors.add(1);
+    done_.abandon();
+  }
   AsyncWorker(const AsyncWorker&) = delete;
   AsyncWorker& operator=(const AsyncWorker&) = delete;
 
@@ -180,13 +185,11 @@ class AsyncWorker {
   void collect() {
     if (!done_.any()) return;
     done_.take(taken_);
-    for (auto result_it = taken_.begin(); result_it != taken_.end(); ++result_it) {
-      AsyncResult<R>& result = *result_it;
+    for (AsyncResult<R>& result : taken_) {
       if (result.error) {
         in_flight_ = 0;  // what is still out is abandoned: the pipeline fails
-        for (auto later = std::next(result_it); later != taken_.end(); ++later)
-          if (later->error) worker_.counters().errors.add(1);
-        std::rethrow_exception(result.error);
+        // Taken out, so that the destructor counts only the failures behind it.
+        std::rethrow_exception(std::exchange(result.error, nullptr));
       }
       worker_.counters().record_items(result.ended - result.started, 1);
       if (!launch_order_) {

@@ -8,7 +8,8 @@
 //
 // Memory ordering: every counter is an atomic written and read relaxed. A snapshot
 // taken while the pipeline runs may mix values from slightly different moments; one taken after
-// `run()` returns is exact, because joining the workers orders their last stores before it.
+// `run()` returns is exact, because joining the workers and the I/O threads (`IoPool::finish()`
+// in `wait()`) orders their last stores before it.
 #pragma once
 
 #include <array>
