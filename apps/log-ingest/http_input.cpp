@@ -2,6 +2,7 @@
 #include "http_input.hpp"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,6 +25,11 @@ using boost::system::error_code;
 namespace {
 
 constexpr std::uint32_t header_limit = 16U << 10U;
+// The read buffer holds a header, then a body's bytes on their way into the body (the parser moves
+// them as they come), a chunk's size line, and the trailers. Beast holds neither of the last two to
+// header_limit, so the buffer's own limit does: a chunk extension or trailers of a megabyte would
+// otherwise be scanned again on every read, and each trailer field kept.
+constexpr std::size_t read_limit = header_limit;
 
 }  // namespace
 
@@ -36,7 +42,7 @@ class HttpConnection final : public StreamConnection,
         stream_(std::move(socket), owner.tls()),
         idle_(stream_.get_executor()),
         builder_(owner.input_),
-        buffer_(header_limit + owner.limits_.max_body_bytes) {}
+        buffer_(read_limit) {}
 
   void start() override {
     waiting_ = true;
@@ -114,6 +120,12 @@ class HttpConnection final : public StreamConnection,
     disarm_idle();
     if (error == http::error::body_limit) {
       respond(http::status::payload_too_large, R"({"error":"the body is over max_body_bytes"})",
+              true);
+      return;
+    }
+    if (error == http::error::header_limit || error == http::error::buffer_overflow) {
+      respond(http::status::request_header_fields_too_large,
+              R"({"error":"the header, a chunk's size line or the trailers are over 16 KiB"})",
               true);
       return;
     }

@@ -44,7 +44,7 @@
 namespace conveyor::log_ingest {
 
 // The answers an HTTP input counts, by code.
-inline constexpr std::array<unsigned, 6> http_codes = {200, 400, 404, 405, 413, 429};
+inline constexpr std::array<unsigned, 7> http_codes = {200, 400, 404, 405, 413, 429, 431};
 
 // What one input counts; its `name` is the `input` label of its metrics.
 struct InputCounters {

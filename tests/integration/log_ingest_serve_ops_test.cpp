@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -617,6 +618,76 @@ TEST(LogIngestServeOps, HttpIngestAnswers429WhileFullAndLosesNothing) {
   const auto counts = accounting(service.log(), "drained");
   EXPECT_EQ(counts.at("received"), std::uint64_t(bodies) * 500) << service.log();
   EXPECT_EQ(counts.at("written"), std::uint64_t(bodies) * 500);
+}
+
+// Sends `bytes` on a new connection and reads an answer if one comes: its status, or 0 when the
+// service closed (or reset) the connection first.
+unsigned exchange_raw(std::uint16_t port, const std::string& bytes) {
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::address_v4::loopback(), port});
+  boost::system::error_code error;
+  asio::write(socket, asio::buffer(bytes), error);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(socket, buffer, response, error);
+  return error ? 0U : response.result_int();
+}
+
+// One chunk of a chunked body.
+std::string chunk(const std::string& data, const std::string& extension = {}) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx", data.size());
+  return std::string(size) + extension + "\r\n" + data + "\r\n";
+}
+
+// Chunked bodies are taken, one larger than the read buffer too; a chunk's size line (with its
+// extensions) or trailers over 16 KiB get 431 and cost nothing more than the read buffer.
+TEST(LogIngestServeOps, HttpChunkedBodiesAreTakenAndTheirFramingIsBounded) {
+  conveyor::testing::Watchdog watchdog(120s);
+  Service service(
+      "http-chunked",
+      ServiceSetup{.inputs_yaml = "  - {name: web, type: http, listen: \"127.0.0.1:0\"}\n"});
+  const std::uint16_t port = service.port("web");
+  const std::string head =
+      "POST /ingest HTTP/1.1\r\nHost: test\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const auto line = [](int i) {
+    return R"({"time":"2024-10-11T22:14:15Z","method":"GET","path":"/chunked-)" +
+           std::to_string(i) + R"(","status":200})" + "\n";
+  };
+  // 3 lines in three chunks; then 2,000 lines (about 160 KiB) in chunks of 50 lines and one of
+  // 1,000, ten times the read buffer.
+  std::string small = head;
+  for (int i = 0; i < 3; ++i)
+    small += chunk(line(i), i == 1 ? ";name=value" : "");
+  EXPECT_EQ(exchange_raw(port, small + "0\r\n\r\n"), 200U);
+  std::string large = head;
+  std::string lines;
+  for (int i = 3; i < 2003; ++i) {
+    lines += line(i);
+    if ((i - 2) % 50 == 0 && i < 1000) {
+      large += chunk(lines);
+      lines.clear();
+    }
+  }
+  large += chunk(lines) + "0\r\nX-Trailer: fine\r\n\r\n";
+  EXPECT_EQ(exchange_raw(port, large), 200U);
+  // A last chunk with 64 KiB of extension, and trailers of 30 KiB.
+  (void)exchange_raw(port,
+                     head + chunk(line(9999)) + "0;" + std::string(64 << 10, 'x') + "\r\n\r\n");
+  std::string trailers = head + chunk(line(9998)) + "0\r\n";
+  for (int i = 0; i < 5000; ++i)
+    trailers += "a: b\r\n";
+  (void)exchange_raw(port, trailers + "\r\n");
+#ifdef CONVEYOR_HAS_PROMETHEUS
+  EXPECT_TRUE(Service::eventually([&] {
+    return service.metric("log_ingest_http_responses_total{input=\"web\",code=\"431\"}") == 2.0;
+  })) << service.log();
+#endif
+  EXPECT_EQ(exchange_raw(port, small + "0\r\n\r\n"), 200U);  // still serving
+  ASSERT_EQ(service.child().stop(SIGTERM, 60s), 0) << service.log();
+  // Both small bodies and the large one, and nothing of the two refused.
+  EXPECT_EQ(accounting(service.log(), "drained").at("received"), 3U + 2000U + 3U) << service.log();
 }
 
 // A client that sends request after request and reads no answer: once the answers fill the
