@@ -116,9 +116,11 @@ void StreamListener::stop_accepting() {
   pause_.cancel();
   // Clients the kernel has already connected wait in the backlog, and may have sent data:
   // closing the listener would reset them. They are taken in, and drained like the others.
+  // At most a full backlog: a client that connects as fast as they are taken cannot keep this
+  // loop (and the I/O thread, the drain's deadline with it) going.
   error_code error;
   acceptor_.non_blocking(true, error);
-  while (!error) {
+  for (int taken = 0; !error && taken < tcp::acceptor::max_listen_connections; ++taken) {
     tcp::socket socket(io_);
     acceptor_.accept(socket, error);
     if (!error) (void)adopt(std::move(socket));

@@ -23,6 +23,9 @@ std::unique_ptr<ssl::context> make_tls_context(const InputConfig& input) {
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
                        ssl::context::single_dh_use);
+  // A client may not renegotiate (each would cost a handshake's private-key operation): OpenSSL 3
+  // refuses it already; 1.1.1 does not.
+  SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION);
   try {
     context->use_certificate_chain_file(input.tls.cert);
   } catch (const boost::system::system_error& error) {
