@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -30,6 +31,7 @@
 #include "conveyor/stages/live_totals.hpp"
 #include "conveyor/stages/parse_stage.hpp"
 #include "conveyor/stages/tallies.hpp"
+#include "descriptor_budget.hpp"
 #include "filter_error.hpp"
 #include "ingress.hpp"
 #include "input_set.hpp"
@@ -203,6 +205,24 @@ int validate_config(const ServeFlags& flags) {
   return 1;
 }
 
+namespace {
+
+// Says when the inputs may hold more descriptors than the process may open (descriptor_budget.hpp).
+void warn_of_descriptors(const ServeConfig& config, std::uint64_t may_open) {
+  const std::uint64_t wanted = descriptors_wanted(config);
+  if (may_open == 0 || wanted <= may_open) return;
+  std::fprintf(stderr,
+               "log-ingest: warning: the inputs may hold %llu file descriptors (limits."
+               "max_connections per TCP or HTTP input, max_open_files per file input, and %llu "
+               "more), and the process may open %llu: an output or a checkpoint could then fail "
+               "to open; lower those limits or raise the process's (LimitNOFILE)\n",
+               static_cast<unsigned long long>(wanted),
+               static_cast<unsigned long long>(descriptor_reserve),
+               static_cast<unsigned long long>(may_open));
+}
+
+}  // namespace
+
 int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& reload) {
   try {
     check_addresses(config);
@@ -210,6 +230,8 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     std::fprintf(stderr, "log-ingest: %s\n", error.what());
     return 2;
   }
+  const std::uint64_t may_open = raise_descriptor_limit();
+  warn_of_descriptors(config, may_open);
   std::optional<stages::Filter> filter = parse_filter("where", config.where);
   if (!filter) return 2;
   const std::size_t workers =
@@ -399,6 +421,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
       std::fprintf(stderr, "log-ingest: SIGHUP: configuration reloaded; inputs: %s\n",
                    changes.c_str());
       log_inputs();
+      warn_of_descriptors(next, may_open);
     } catch (const std::exception& error) {
       std::fprintf(stderr, "log-ingest: SIGHUP: %s\n", error.what());
     }

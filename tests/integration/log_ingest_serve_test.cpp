@@ -232,6 +232,26 @@ TEST(LogIngestServe, OutOfDescriptorsItWaitsRatherThanSpins) {
   EXPECT_EQ(counts.at("written"), std::uint64_t{clients_count});
 }
 
+// Under a hard limit of 512 descriptors, the default inputs (1,024 TCP connections) may hold more
+// than the process may open: serve says so when it starts. With 100 connections it does not.
+TEST(LogIngestServe, WarnsWhenTheInputsMayHoldMoreDescriptorsThanItMayOpen) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const std::vector<std::string> low_limit{"/usr/bin/prlimit", "--nofile=512:512"};
+  {
+    Service service("descriptor-budget", ServiceSetup{.launcher = low_limit});
+    EXPECT_NE(service.log().find("warning: the inputs may hold 1088 file descriptors"),
+              std::string::npos)
+        << service.log();
+    EXPECT_NE(service.log().find("the process may open 512"), std::string::npos);
+    ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+  }
+  Service service(
+      "descriptor-budget-fits",
+      ServiceSetup{.service_yaml = "  limits: {max_connections: 100}\n", .launcher = low_limit});
+  EXPECT_EQ(service.log().find("file descriptors"), std::string::npos) << service.log();
+  ASSERT_EQ(service.child().stop(SIGTERM, 30s), 0) << service.log();
+}
+
 // SIGTERM drains: no new connections, /readyz 503, but a connected client's messages, even those
 // sent after the signal, are all written before the process exits 0 once the client closes.
 TEST(LogIngestServe, SigtermDrainsConnectedClients) {

@@ -179,6 +179,7 @@ struct ServiceSetup {
   bool pipe_stdin = false;   // the service's stdin is a pipe (ChildProcess::write_stdin)
   std::string stdin_file{};  // or this file in the service's directory (`prepare` makes it)
   std::function<void(const fs::path& dir)> prepare{};  // runs before the service starts
+  std::vector<std::string> launcher{};  // runs the service, its arguments first (a path)
 };
 
 // `log-ingest serve` with its outputs in a directory of its own and every port picked by the
@@ -204,10 +205,12 @@ class Service {
         << setup.outputs_yaml << "pipeline:\n"
         << setup.pipeline_yaml << "service:\n  metrics_listen: 127.0.0.1:0\n"
         << setup.service_yaml;
+    std::vector<std::string> command = setup.launcher;
+    for (std::string argument : {std::string(CONVEYOR_LOG_INGEST), std::string("serve"),
+                                 std::string("--config"), (dir_ / "serve.yaml").string()})
+      command.push_back(std::move(argument));
     child_ = std::make_unique<conveyor::testing::ChildProcess>(
-        std::vector<std::string>{CONVEYOR_LOG_INGEST, "serve", "--config",
-                                 (dir_ / "serve.yaml").string()},
-        (dir_ / "stderr.txt").string(), setup.pipe_stdin,
+        command, (dir_ / "stderr.txt").string(), setup.pipe_stdin,
         setup.stdin_file.empty() ? std::string() : (dir_ / setup.stdin_file).string());
     for (int i = 0; i < 1000 && log().find("serving;") == std::string::npos; ++i) {
       if (!child_->running()) break;
