@@ -3,13 +3,14 @@
 #include "latency_probe.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+
+#include "scratch_dir.hpp"
 
 namespace {
 
@@ -23,15 +24,6 @@ const std::string access_line =
 
 class LatencyProbeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path_ = (fs::temp_directory_path() /
-             ("conveyor-probe-" + std::to_string(::getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                .string();
-    fs::remove(path_);
-  }
-  void TearDown() override { fs::remove(path_); }
-
   void append(const std::string& text) const {
     std::ofstream(path_, std::ios::app | std::ios::binary) << text << std::flush;
   }
@@ -48,7 +40,8 @@ class LatencyProbeTest : public ::testing::Test {
     return record + "\"}\n";
   }
 
-  std::string path_;
+  conveyor::testing::ScratchDir dir_{"probe"};
+  std::string path_ = (dir_ / "records.jsonl").string();
 };
 
 TEST_F(LatencyProbeTest, MarkRewritesTheRequestPathOfAWholeAccessLogLine) {
