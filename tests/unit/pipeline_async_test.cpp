@@ -47,6 +47,21 @@ asio::awaitable<void> pause(std::chrono::microseconds delay) {
   co_await timer.async_wait(asio::use_awaitable);
 }
 
+// Suspends the calling coroutine until `ready()` holds, looking every millisecond.
+template <class Ready>
+asio::awaitable<void> until(Ready ready) {
+  while (!ready())
+    co_await pause(std::chrono::milliseconds(1));
+}
+
+// Blocks the calling thread until `ready()` holds, or for 10 s at most.
+template <class Ready>
+void block_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!ready() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+}
+
 // A delay in [0, 300) us that depends on the item only, so that neighbours finish out of order.
 std::chrono::microseconds delay_of(std::uint64_t item) {
   return std::chrono::microseconds((item * 2654435761ULL >> 7) % 300);
@@ -288,11 +303,9 @@ TEST(PipelineAsyncTest, FailuresTakenTogetherAreEachCounted) {
       stage(
           [&](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
             launched.fetch_add(1, std::memory_order_relaxed);
-            while (launched.load(std::memory_order_relaxed) < 5)
-              co_await pause(1ms);
+            co_await until([&] { return launched.load(std::memory_order_relaxed) >= 5; });
             if (x < 3) co_return x;
-            while (!sink_holds_one.load(std::memory_order_relaxed))
-              co_await pause(1ms);
+            co_await until([&] { return sink_holds_one.load(std::memory_order_relaxed); });
             co_await pause(200ms);  // the worker is blocked pushing item 2 by then
             thrown.fetch_add(1, std::memory_order_relaxed);
             throw std::runtime_error("item " + std::to_string(x));
@@ -301,10 +314,7 @@ TEST(PipelineAsyncTest, FailuresTakenTogetherAreEachCounted) {
       sink(
           [&](std::uint64_t) {
             if (sink_holds_one.exchange(true, std::memory_order_relaxed)) return;
-            const auto deadline = std::chrono::steady_clock::now() + 10s;
-            while (thrown.load(std::memory_order_relaxed) < 2 &&
-                   std::chrono::steady_clock::now() < deadline)
-              std::this_thread::sleep_for(1ms);
+            block_until([&] { return thrown.load(std::memory_order_relaxed) >= 2; });
           },
           {.channel = conveyor::Channel::mailbox()});
   EXPECT_THROW(p.run(), std::runtime_error);
@@ -324,15 +334,13 @@ TEST(PipelineAsyncTest, FailuresBehindAThrowingHandOverAreCounted) {
       stage(
           [&](std::uint64_t x) -> asio::awaitable<std::uint64_t> {
             launched.fetch_add(1, std::memory_order_relaxed);
-            while (launched.load(std::memory_order_relaxed) < 8)
-              co_await pause(1ms);
+            co_await until([&] { return launched.load(std::memory_order_relaxed) >= 8; });
             if (x < 5) co_return x;
             // One strand: these three end (and add their results) in this order.
-            while (sink_holds.load(std::memory_order_relaxed) < 2)
-              co_await pause(1ms);
+            co_await until([&] { return sink_holds.load(std::memory_order_relaxed) >= 2; });
             co_await pause(200ms);  // the worker is blocked handing item 4 on by then
-            while (step.load(std::memory_order_relaxed) != static_cast<int>(x) - 5)
-              co_await pause(1ms);
+            co_await until(
+                [&] { return step.load(std::memory_order_relaxed) == static_cast<int>(x) - 5; });
             step.fetch_add(1, std::memory_order_relaxed);
             if (x == 5) co_return x;
             throw std::runtime_error("item " + std::to_string(x));
@@ -341,10 +349,7 @@ TEST(PipelineAsyncTest, FailuresBehindAThrowingHandOverAreCounted) {
       sink(
           [&](std::uint64_t) {
             sink_holds.fetch_add(1, std::memory_order_relaxed);
-            const auto deadline = std::chrono::steady_clock::now() + 10s;
-            while (step.load(std::memory_order_relaxed) < 3 &&
-                   std::chrono::steady_clock::now() < deadline)
-              std::this_thread::sleep_for(1ms);
+            block_until([&] { return step.load(std::memory_order_relaxed) >= 3; });
           },
           {.mode = Mode::parallel,
            .workers = 2,
