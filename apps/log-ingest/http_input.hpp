@@ -12,11 +12,11 @@
 //   16 KiB, 400 for a request HTTP cannot parse (all three close the connection), 404 for another
 //   path, 405 for another method.
 //
-// Limits: `max_connections` (StreamListener); headers up to 16 KiB (a chunk's size line and the
-// trailers too) and a body up to `max_body_bytes`, so a connection holds at most about that much;
-// `idle_timeout` between requests; lines over `max_frame_bytes` are dead-lettered. Keep-alive is
-// honoured; when the service drains, a connection ends after the request in progress, and one
-// between requests ends at once. Each answer is counted by code
+// Limits: `max_connections`, `max_connections_per_client` (StreamListener); headers up to 16 KiB (a
+// chunk's size line and the trailers too) and a body up to `max_body_bytes`, so a connection holds
+// at most about that much; `idle_timeout` between requests; lines over `max_frame_bytes` are
+// dead-lettered. Keep-alive is honoured; when the service drains, a connection ends after the
+// request in progress, and one between requests ends at once. Each answer is counted by code
 // (`log_ingest_http_responses_total{input,code}`).
 //
 // Contract: StreamListener's.

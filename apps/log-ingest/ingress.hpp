@@ -59,11 +59,12 @@ struct InputCounters {
   std::atomic<std::uint64_t> bytes{0};        // bytes read from clients
   std::atomic<std::uint64_t> dropped{0};      // UDP: queue full (reason "udp_overflow")
   std::atomic<std::uint64_t> connections{0};  // open now
-  std::atomic<std::uint64_t> connections_total{0};     // accepted
-  std::atomic<std::uint64_t> connections_rejected{0};  // over max_connections
-  std::atomic<std::uint64_t> framing_errors{0};        // a bad octet count closed a connection
-  std::atomic<std::uint64_t> idle_disconnects{0};      // idle_timeout closed a connection
-  std::atomic<std::uint64_t> tls_failures{0};          // TLS handshakes that failed
+  std::atomic<std::uint64_t> connections_total{0};            // accepted
+  std::atomic<std::uint64_t> connections_rejected{0};         // over max_connections
+  std::atomic<std::uint64_t> client_connections_rejected{0};  // over max_connections_per_client
+  std::atomic<std::uint64_t> framing_errors{0};    // a bad octet count closed a connection
+  std::atomic<std::uint64_t> idle_disconnects{0};  // idle_timeout closed a connection
+  std::atomic<std::uint64_t> tls_failures{0};      // TLS handshakes that failed
   // file inputs
   std::atomic<std::uint64_t> files{0};                 // followed now
   std::atomic<std::uint64_t> rotations{0};             // files whose path went elsewhere

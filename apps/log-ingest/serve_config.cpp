@@ -293,6 +293,30 @@ void read_input(const Reader& reader, const YAML::Node& node, const std::string&
   config.inputs.push_back(std::move(input));
 }
 
+// The `service.limits` section at `what`.
+void read_limits(const Reader& reader, const YAML::Node& node, const std::string& what,
+                 LimitsConfig& limits) {
+  reader.each(node, what,
+              {"max_connections", "max_connections_per_client", "max_frame_bytes", "idle_timeout",
+               "max_body_bytes"},
+              [&](const std::string& limit, const YAML::Node& setting) {
+                const std::string where = Reader::join(what, limit);
+                if (limit == "max_connections")
+                  limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
+                if (limit == "max_connections_per_client")
+                  limits.max_connections_per_client = reader.number(setting, where, 1, 1U << 20U);
+                if (limit == "max_frame_bytes")
+                  limits.max_frame_bytes =
+                      reader.size(setting, where, 64, LimitsConfig::largest_frame);
+                if (limit == "max_body_bytes")
+                  limits.max_body_bytes = reader.size(setting, where, 64, 1U << 30U);
+                if (limit == "idle_timeout") {
+                  limits.idle_timeout =
+                      reader.duration(setting, where, Milliseconds(1), std::chrono::hours(24 * 7));
+                }
+              });
+}
+
 void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& config) {
   reader.each(
       root, "", {"inputs", "pipeline", "outputs", "service"},
@@ -365,44 +389,26 @@ void read_document(const Reader& reader, const YAML::Node& root, ServeConfig& co
               });
         } else {
           YAML::Mark stop_mark = YAML::Mark::null_mark();
-          reader.each(
-              node, key,
-              {"metrics_listen", "auth_file", "drain_timeout", "stop_timeout", "state_dir",
-               "limits"},
-              [&](const std::string& name, const YAML::Node& value) {
-                const std::string what = Reader::join(key, name);
-                if (name == "metrics_listen") config.metrics_listen = reader.scalar(value, what);
-                if (name == "state_dir") config.state_dir = reader.scalar(value, what);
-                if (name == "auth_file") config.auth_file = reader.scalar(value, what);
-                if (name == "drain_timeout") {
-                  config.drain_timeout =
-                      reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
-                }
-                if (name == "stop_timeout") {
-                  config.stop_timeout =
-                      reader.duration(value, what, Milliseconds(1), std::chrono::hours(48));
-                  stop_mark = value.Mark();
-                }
-                if (name != "limits") return;
-                reader.each(
-                    value, what,
-                    {"max_connections", "max_frame_bytes", "idle_timeout", "max_body_bytes"},
-                    [&](const std::string& limit, const YAML::Node& setting) {
-                      const std::string where = Reader::join(what, limit);
-                      LimitsConfig& limits = config.limits;
-                      if (limit == "max_connections")
-                        limits.max_connections = reader.number(setting, where, 1, 1U << 20U);
-                      if (limit == "max_frame_bytes")
-                        limits.max_frame_bytes =
-                            reader.size(setting, where, 64, LimitsConfig::largest_frame);
-                      if (limit == "max_body_bytes")
-                        limits.max_body_bytes = reader.size(setting, where, 64, 1U << 30U);
-                      if (limit == "idle_timeout") {
-                        limits.idle_timeout = reader.duration(setting, where, Milliseconds(1),
-                                                              std::chrono::hours(24 * 7));
-                      }
-                    });
-              });
+          reader.each(node, key,
+                      {"metrics_listen", "auth_file", "drain_timeout", "stop_timeout", "state_dir",
+                       "limits"},
+                      [&](const std::string& name, const YAML::Node& value) {
+                        const std::string what = Reader::join(key, name);
+                        if (name == "metrics_listen")
+                          config.metrics_listen = reader.scalar(value, what);
+                        if (name == "state_dir") config.state_dir = reader.scalar(value, what);
+                        if (name == "auth_file") config.auth_file = reader.scalar(value, what);
+                        if (name == "drain_timeout") {
+                          config.drain_timeout =
+                              reader.duration(value, what, Milliseconds(0), std::chrono::hours(24));
+                        }
+                        if (name == "stop_timeout") {
+                          config.stop_timeout =
+                              reader.duration(value, what, Milliseconds(1), std::chrono::hours(48));
+                          stop_mark = value.Mark();
+                        }
+                        if (name == "limits") read_limits(reader, value, what, config.limits);
+                      });
           if (stop_mark.is_null()) {
             config.stop_timeout = config.drain_timeout + ServeConfig::stop_after_drain;
           } else if (config.stop_timeout < config.drain_timeout) {

@@ -78,6 +78,8 @@ struct LimitsConfig {
   static constexpr std::size_t largest_frame = std::size_t{64} << 20U;  // max_frame_bytes' bound
 
   std::size_t max_connections = 1024;  // per TCP input
+  // Per TCP input and client: an IPv4 address, or an IPv6 address's /64 (one host's share).
+  std::size_t max_connections_per_client = 256;
   std::size_t max_frame_bytes = std::size_t{64} << 10;
   std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
   std::size_t max_body_bytes = std::size_t{1} << 20U;  // an HTTP request's body

@@ -32,9 +32,6 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
             MetricType::Gauge);
   per_input("log_ingest_connections_total", "Client connections accepted.",
             &InputCounters::connections_total);
-  per_input("log_ingest_connections_rejected_total",
-            "Connections closed at once: over max_connections.",
-            &InputCounters::connections_rejected);
   per_input("log_ingest_framing_errors_total",
             "Connections closed because a frame's octet count was malformed.",
             &InputCounters::framing_errors);
@@ -65,6 +62,20 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
     }
   }
   families.push_back(std::move(responses));
+
+  auto rejected = prometheus::family(
+      "log_ingest_connections_rejected_total",
+      "Connections closed at once, by input and reason: over max_connections or over "
+      "max_connections_per_client.",
+      MetricType::Counter);
+  for (const InputCounters* input : inputs) {
+    prometheus::add_counter(rejected, {{"input", input->name}, {"reason", "max_connections"}},
+                            static_cast<double>(InputCounters::read(input->connections_rejected)));
+    prometheus::add_counter(
+        rejected, {{"input", input->name}, {"reason", "max_connections_per_client"}},
+        static_cast<double>(InputCounters::read(input->client_connections_rejected)));
+  }
+  families.push_back(std::move(rejected));
 
   auto dropped = prometheus::family("log_ingest_dropped_total",
                                     "Messages dropped, by input and reason.", MetricType::Counter);

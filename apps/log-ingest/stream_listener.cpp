@@ -1,6 +1,7 @@
 // StreamListener: accepting, the connection limit, and the drain of stream inputs.
 #include "stream_listener.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <system_error>
@@ -21,6 +22,17 @@ bool out_of_resources(const error_code& error) {
   if (error.category() != boost::system::system_category()) return false;
   const int code = error.value();
   return code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM;
+}
+
+// Who a client is, for max_connections_per_client: its IPv4 address (also when it comes mapped
+// into IPv6), or the /64 of its IPv6 address, which one host may hold whole.
+asio::ip::address client_of(const asio::ip::address& address) {
+  if (!address.is_v6()) return address;
+  const asio::ip::address_v6 v6 = address.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
+  asio::ip::address_v6::bytes_type bytes = v6.to_bytes();
+  std::fill(bytes.begin() + 8, bytes.end(), 0);
+  return asio::ip::make_address_v6(bytes);
 }
 
 }  // namespace
@@ -49,7 +61,7 @@ StreamListener::StreamListener(asio::io_context& io, const InputConfig& config,
 }
 
 StreamListener::~StreamListener() {
-  for (StreamConnection* connection : connections_)
+  for (const auto& [connection, client] : connections_)
     connection->close();
   counters_.connections.fetch_sub(connections_.size(), std::memory_order_relaxed);
 }
@@ -91,23 +103,46 @@ StreamConnection* StreamListener::adopt(tcp::socket socket) {
   // The input's connections: after a reload that replaced this listener's input, those of the
   // one it replaced, still draining, share its counters, and max_connections bounds them all.
   // Relaxed: every listener changes the count on the I/O thread; other threads only read it.
-  if (counters_.connections.load(std::memory_order_relaxed) >= limits_.max_connections) {
-    InputCounters::add(counters_.connections_rejected, 1);
-    error_code ignored;
-    socket.close(ignored);
+  if (refuse(counters_.connections.load(std::memory_order_relaxed) >= limits_.max_connections,
+             counters_.connections_rejected, socket))
+    return nullptr;
+  error_code gone;
+  const tcp::endpoint peer = socket.remote_endpoint(gone);
+  if (gone) {
+    // Reset before it was taken in: nothing to read from it.
+    socket.close(gone);
     return nullptr;
   }
+  const asio::ip::address client = client_of(peer.address());
+  const auto held = per_client_.find(client);
+  if (refuse(held != per_client_.end() && held->second >= limits_.max_connections_per_client,
+             counters_.client_connections_rejected, socket))
+    return nullptr;
   const std::shared_ptr<StreamConnection> connection = connect(std::move(socket));
-  connections_.insert(connection.get());
+  connections_.emplace(connection.get(), client);
+  ++per_client_[client];
   counters_.connections.fetch_add(1, std::memory_order_relaxed);
   InputCounters::add(counters_.connections_total, 1);
   connection->start();
   return connection.get();
 }
 
+bool StreamListener::refuse(bool limited, std::atomic<std::uint64_t>& rejected,
+                            tcp::socket& socket) {
+  if (!limited) return false;
+  InputCounters::add(rejected, 1);
+  error_code ignored;
+  socket.close(ignored);
+  return true;
+}
+
 void StreamListener::closed(StreamConnection* connection) {
-  if (connections_.erase(connection) != 0)
-    counters_.connections.fetch_sub(1, std::memory_order_relaxed);
+  const auto open = connections_.find(connection);
+  if (open == connections_.end()) return;
+  const auto held = per_client_.find(open->second);
+  if (--held->second == 0) per_client_.erase(held);
+  connections_.erase(open);
+  counters_.connections.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void StreamListener::stop_accepting() {
@@ -128,14 +163,17 @@ void StreamListener::stop_accepting() {
   error_code ignored;
   acceptor_.close(ignored);
   // drain() may end a connection, and with it its entry.
-  const std::vector<StreamConnection*> open(connections_.begin(), connections_.end());
+  std::vector<StreamConnection*> open;
+  open.reserve(connections_.size());
+  for (const auto& [connection, client] : connections_)
+    open.push_back(connection);
   for (StreamConnection* connection : open)
     if (connections_.count(connection) != 0) connection->drain();
 }
 
 void StreamListener::close_all() {
   stop_accepting();
-  for (StreamConnection* connection : connections_)
+  for (const auto& [connection, client] : connections_)
     connection->close();
 }
 

@@ -6,17 +6,23 @@
 // Contract: ServiceInput's. The constructor binds, and throws std::system_error naming the address
 // when it cannot (std::runtime_error for bad TLS files). A connection over `max_connections` is
 // closed as soon as it is accepted, and counted; the limit and the `connections` gauge count the
-// input's connections, with those of a listener it replaced at a reload that still drain.
+// input's connections, with those of a listener it replaced at a reload that still drain. So is one
+// over `max_connections_per_client`, which counts this listener's connections from one client (an
+// IPv4 address, or an IPv6 address's /64).
 // `stop_accepting` first takes in the clients that the kernel has already connected (they may have
 // sent data), then closes the listener and calls `drain()` on every connection; `close_all` closes
 // them. A connection calls `closed(this)` once, when it ends.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -65,8 +71,11 @@ class StreamListener : public ServiceInput {
 
  private:
   void accept();
-  // The connection taken in, or null (over max_connections).
+  // The connection taken in, or null (over a limit, or the client already gone).
   StreamConnection* adopt(boost::asio::ip::tcp::socket socket);
+  // Rejects the socket (counted in `rejected`) when `limited`.
+  bool refuse(bool limited, std::atomic<std::uint64_t>& rejected,
+              boost::asio::ip::tcp::socket& socket);
 
   boost::asio::io_context& io_;
   // What the handlers look at before they touch the listener: a reload may destroy it while its
@@ -77,7 +86,9 @@ class StreamListener : public ServiceInput {
   boost::asio::ip::tcp::endpoint bound_;
   std::unique_ptr<boost::asio::ssl::context> tls_;
   bool accepting_ = false;
-  std::unordered_set<StreamConnection*> connections_;  // open ones, each owned by its handlers
+  // The open ones, each owned by its handlers, with its client; and how many each client holds.
+  std::unordered_map<StreamConnection*, boost::asio::ip::address> connections_;
+  std::map<boost::asio::ip::address, std::size_t> per_client_;
   RoomWait room_;  // holds the connections that wait: they go before the listener
 };
 

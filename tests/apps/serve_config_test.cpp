@@ -31,6 +31,7 @@ TEST(ServeConfig, AnEmptyFileIsTheDefaults) {
   EXPECT_EQ(config.inputs[1].type, InputType::syslog_udp);
   EXPECT_EQ(config.metrics_listen, "127.0.0.1:9464");
   EXPECT_EQ(config.limits.max_connections, 1024U);
+  EXPECT_EQ(config.limits.max_connections_per_client, 256U);
   EXPECT_EQ(config.limits.max_frame_bytes, 65536U);
   EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(5));
   EXPECT_EQ(config.drain_timeout, std::chrono::seconds(30));
@@ -56,7 +57,8 @@ service:
   metrics_listen: none
   auth_file: /etc/auth
   drain_timeout: 250ms
-  limits: {max_connections: 10, max_frame_bytes: 1MiB, idle_timeout: 2m}
+  limits: {max_connections: 10, max_connections_per_client: 3, max_frame_bytes: 1MiB,
+           idle_timeout: 2m}
 )",
                                                 "full.yaml");
   ASSERT_EQ(config.inputs.size(), 3U);
@@ -75,6 +77,7 @@ service:
   EXPECT_EQ(config.auth_file, "/etc/auth");
   EXPECT_EQ(config.drain_timeout, std::chrono::milliseconds(250));
   EXPECT_EQ(config.limits.max_connections, 10U);
+  EXPECT_EQ(config.limits.max_connections_per_client, 3U);
   EXPECT_EQ(config.limits.max_frame_bytes, 1U << 20U);
   EXPECT_EQ(config.limits.idle_timeout, std::chrono::minutes(2));
 }

@@ -115,7 +115,10 @@ TEST(LogIngestServe, LimitsHoldAndGoodMessagesSurvive) {
     }
   }
 #ifdef CONVEYOR_HAS_PROMETHEUS
-  EXPECT_EQ(service.metric("log_ingest_connections_rejected_total{input=\"syslog_tcp\"}"), 1.0);
+  EXPECT_EQ(
+      service.metric(
+          "log_ingest_connections_rejected_total{input=\"syslog_tcp\",reason=\"max_connections\"}"),
+      1.0);
   ASSERT_TRUE(Service::eventually(
       [&] { return service.metric("log_ingest_connections{input=\"syslog_tcp\"}") == 0.0; }));
 #else

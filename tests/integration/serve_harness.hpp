@@ -74,11 +74,25 @@ inline std::string message_of(const std::string& record) {
   return record.substr(from, record.find('"', from) - from);
 }
 
-// A connected TCP client on 127.0.0.1.
+// A connected TCP client on 127.0.0.1; from the loopback address `from` when given (any of
+// 127.0.0.0/8 is this host's, so a test can play several clients).
 class Client {
  public:
-  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  explicit Client(std::uint16_t port, const char* from = nullptr)
+      : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     if (fd_ < 0) throw std::runtime_error("socket failed");
+    if (from != nullptr) {
+      sockaddr_in source{};
+      source.sin_family = AF_INET;
+      const bool bound =
+          ::inet_pton(AF_INET, from, &source.sin_addr) == 1 &&
+          // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+          ::bind(fd_, reinterpret_cast<const sockaddr*>(&source), sizeof source) == 0;
+      if (!bound) {
+        ::close(fd_);
+        throw std::runtime_error(std::string("cannot bind to ") + from);
+      }
+    }
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
