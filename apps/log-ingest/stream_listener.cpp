@@ -25,11 +25,13 @@ bool out_of_resources(const error_code& error) {
 }
 
 // Who a client is, for max_connections_per_client: its IPv4 address (also when it comes mapped
-// into IPv6), or the /64 of its IPv6 address, which one host may hold whole.
+// into IPv6), or the /64 of its IPv6 address, which one host may hold whole; a link-local address
+// whole, with its interface, since every host on a link shares fe80::/64.
 asio::ip::address client_of(const asio::ip::address& address) {
   if (!address.is_v6()) return address;
   const asio::ip::address_v6 v6 = address.to_v6();
   if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
+  if (v6.is_link_local()) return address;
   asio::ip::address_v6::bytes_type bytes = v6.to_bytes();
   std::fill(bytes.begin() + 8, bytes.end(), 0);
   return asio::ip::make_address_v6(bytes);
@@ -119,8 +121,8 @@ StreamConnection* StreamListener::adopt(tcp::socket socket) {
              counters_.client_connections_rejected, socket))
     return nullptr;
   const std::shared_ptr<StreamConnection> connection = connect(std::move(socket));
-  connections_.emplace(connection.get(), client);
   ++per_client_[client];
+  connections_.emplace(connection.get(), client);
   counters_.connections.fetch_add(1, std::memory_order_relaxed);
   InputCounters::add(counters_.connections_total, 1);
   connection->start();
@@ -139,8 +141,9 @@ bool StreamListener::refuse(bool limited, std::atomic<std::uint64_t>& rejected,
 void StreamListener::closed(StreamConnection* connection) {
   const auto open = connections_.find(connection);
   if (open == connections_.end()) return;
-  const auto held = per_client_.find(open->second);
-  if (--held->second == 0) per_client_.erase(held);
+  if (const auto held = per_client_.find(open->second); held != per_client_.end()) {
+    if (--held->second == 0) per_client_.erase(held);
+  }
   connections_.erase(open);
   counters_.connections.fetch_sub(1, std::memory_order_relaxed);
 }
