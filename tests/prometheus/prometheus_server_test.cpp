@@ -21,6 +21,8 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "child_process.hpp"
 #include "http_get.hpp"
@@ -106,6 +108,64 @@ std::optional<double> query(std::uint16_t port, const std::string& promql) {
     return std::stod(std::string(value));
   }
   return std::nullopt;
+}
+
+// What an instant query answered: whether Prometheus took it, and how many series it returned.
+struct Answer {
+  bool valid = false;
+  std::size_t series = 0;
+  std::string error;
+};
+
+Answer ask(std::uint16_t port, const std::string& promql) {
+  const auto response = http_get(port, "/api/v1/query?query=" + url_encode(promql));
+  simdjson::dom::parser parser;
+  simdjson::dom::element document;
+  if (parser.parse(response.body).get(document) != simdjson::SUCCESS) {
+    return {false, 0, "not JSON: " + response.body};
+  }
+  std::string_view status;
+  if (document["status"].get(status) != simdjson::SUCCESS || status != "success") {
+    std::string_view error;
+    if (document["error"].get(error) != simdjson::SUCCESS) error = response.body;
+    return {false, 0, std::string(error)};
+  }
+  return {true, document["data"]["result"].get_array().size(), {}};
+}
+
+// A dashboard's queries as Grafana would send them with every variable at "All" and a rate
+// interval of 10 s; and `count(M)` for the metric M of each variable's label_values(M…).
+std::vector<std::string> dashboard_queries(const std::string& file) {
+  simdjson::dom::parser parser;
+  const simdjson::dom::element dashboard = parser.load(file);
+  const auto expand = [](std::string expr) {
+    static const std::vector<std::pair<std::string, std::string>> variables = {
+        {"$__rate_interval", "10s"}, {"$job", ".*"}, {"$instance", ".*"}};
+    for (const auto& [name, value] : variables) {
+      for (std::size_t at = expr.find(name); at != std::string::npos;
+           at = expr.find(name, at + value.size())) {
+        expr.replace(at, name.size(), value);
+      }
+    }
+    return expr;
+  };
+  std::vector<std::string> queries;
+  for (const simdjson::dom::element panel : dashboard["panels"].get_array()) {
+    simdjson::dom::array targets;
+    if (panel["targets"].get(targets) != simdjson::SUCCESS) continue;  // a row
+    for (const simdjson::dom::element target : targets)
+      queries.push_back(expand(std::string(target["expr"].get_string().value())));
+  }
+  static const std::regex label_values(R"(label_values\(([a-zA-Z_:][a-zA-Z0-9_:]*))");
+  for (const simdjson::dom::element variable : dashboard["templating"]["list"].get_array()) {
+    std::string_view definition;
+    if (variable["definition"].get(definition) != simdjson::SUCCESS) continue;
+    std::smatch match;
+    const std::string text(definition);
+    if (std::regex_search(text, match, label_values))
+      queries.push_back("count(" + match[1].str() + ")");
+  }
+  return queries;
 }
 
 // Polls `ready` every 200 ms until it holds or `timeout` passes.
@@ -273,6 +333,18 @@ TEST(LogIngestServeProcess, ARealPrometheusSeesTheGeneratorsRate) {
               generator_rate);
   EXPECT_LT(std::abs(*measured - generator_rate) / generator_rate, 0.15);
   EXPECT_EQ(query(prometheus_port, "min_over_time(up{job=\"conveyor\"}[10s])"), 1.0);
+
+  // The Grafana dashboard reads what the service exports: every query is valid PromQL and has
+  // data, but for the HTTP answers (the service here has no HTTP input).
+  const std::vector<std::string> queries = dashboard_queries(CONVEYOR_GRAFANA_DASHBOARD);
+  EXPECT_GE(queries.size(), 30U);
+  for (const std::string& promql : queries) {
+    const Answer answer = ask(prometheus_port, promql);
+    EXPECT_TRUE(answer.valid) << promql << ": " << answer.error;
+    if (promql.find("log_ingest_http_responses_total") == std::string::npos) {
+      EXPECT_GT(answer.series, 0U) << promql << " returned nothing";
+    }
+  }
 
   EXPECT_EQ(generator.wait(60s), 0);
   EXPECT_EQ(serve.stop(SIGTERM, 60s), 0);
