@@ -14,6 +14,8 @@ packages=(
   libyaml-cpp-dev libssl-dev openssl libsystemd-dev
   # tests, and the fuzzers (Clang's libFuzzer)
   libgtest-dev libgmock-dev prometheus spin libxml2-utils clang libclang-rt-14-dev
+  # the systemd unit's check (systemd-analyze)
+  systemd
   # benchmarks and their peers
   libbenchmark-dev libconcurrentqueue-dev libreaderwriterqueue-dev libabsl-dev time
   # the log-ingest benchmark's peer (bench/log_ingest_bench.sh), with its apache parser (the SCL)
