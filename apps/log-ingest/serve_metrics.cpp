@@ -102,6 +102,20 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   prometheus::add_counter(written, {},
                           static_cast<double>(accounting.written.load(std::memory_order_relaxed)));
   families.push_back(std::move(written));
+  auto dead_letters = prometheus::family("log_ingest_dead_letters_written_total",
+                                         "Messages written to the dead-letter output (flushed).",
+                                         MetricType::Counter);
+  prometheus::add_counter(dead_letters, {},
+                          static_cast<double>(accounting.rejected.load(std::memory_order_relaxed)));
+  families.push_back(std::move(dead_letters));
+  auto lost_on_output =
+      prometheus::family("log_ingest_lost_on_output_total",
+                         "Records and dead letters a failed write or flush took out of an output.",
+                         MetricType::Counter);
+  prometheus::add_counter(
+      lost_on_output, {},
+      static_cast<double>(accounting.lost_on_output.load(std::memory_order_relaxed)));
+  families.push_back(std::move(lost_on_output));
   auto errors = prometheus::family("log_ingest_output_errors_total",
                                    "Writes to an output that failed.", MetricType::Counter);
   prometheus::add_counter(

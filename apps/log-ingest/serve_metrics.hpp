@@ -6,7 +6,9 @@
 //   log_ingest_dropped_total{input,reason="udp_overflow"}, log_ingest_connections{input},
 //   log_ingest_connections_total{input}, log_ingest_connections_rejected_total{input,reason},
 //   log_ingest_framing_errors_total{input}, log_ingest_idle_disconnects_total{input},
-//   log_ingest_written_total, log_ingest_output_errors_total{output}, log_ingest_queue_chunks
+//   log_ingest_written_total, log_ingest_dead_letters_written_total,
+//   log_ingest_lost_on_output_total, log_ingest_output_errors_total{output},
+//   log_ingest_queue_chunks
 #pragma once
 
 #include <functional>

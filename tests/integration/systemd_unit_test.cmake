@@ -1,9 +1,11 @@
 # Checks deploy/systemd/log-ingest.service as systemd would read it, installed: `systemd-analyze
 # verify` (every key known, every value well formed, the binary executable) must say nothing, and
 # `systemd-analyze security` must rate its exposure at most 2.0 ("OK"). ExecStart is pointed at
-# the built binary and the example configuration, since neither is installed here.
+# the built binary and the example configuration, since neither is installed here. The sysusers.d
+# file that makes its user must pass `systemd-sysusers --dry-run`.
 #
-#   cmake -DANALYZE=... -DUNIT=... -DLOG_INGEST=... -DCONFIG=... -DWORK=... -P systemd_unit_test.cmake
+#   cmake -DANALYZE=... -DSYSUSERS=... -DUNIT=... -DUSERS=... -DLOG_INGEST=... -DCONFIG=...
+#         -DWORK=... -P systemd_unit_test.cmake
 file(READ "${UNIT}" text)
 string(REPLACE "/usr/local/bin/log-ingest" "${LOG_INGEST}" text "${text}")
 string(REPLACE "/etc/log-ingest/log-ingest.yaml" "${CONFIG}" text "${text}")
@@ -24,3 +26,9 @@ if(NOT status EQUAL 0)
 endif()
 string(REGEX MATCH "Overall exposure level[^\n]*" overall "${out}")
 message(STATUS "${overall}")
+
+execute_process(COMMAND "${SYSUSERS}" --dry-run "${USERS}"
+  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "systemd-sysusers --dry-run ${USERS} (exit ${status}):\n${out}${err}")
+endif()

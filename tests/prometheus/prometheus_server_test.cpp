@@ -133,14 +133,15 @@ Answer ask(std::uint16_t port, const std::string& promql) {
   return {true, document["data"]["result"].get_array().size(), {}};
 }
 
-// A dashboard's queries as Grafana would send them with every variable at "All" and a rate
-// interval of 10 s; and `count(M)` for the metric M of each variable's label_values(M…).
+// A dashboard's queries as Grafana would send them with every variable at "All", a rate interval
+// of 10 s and a range of 1 min; and `count(M)` for the metric M of each variable's
+// label_values(M…).
 std::vector<std::string> dashboard_queries(const std::string& file) {
   simdjson::dom::parser parser;
   const simdjson::dom::element dashboard = parser.load(file);
   const auto expand = [](std::string expr) {
     static const std::vector<std::pair<std::string, std::string>> variables = {
-        {"$__rate_interval", "10s"}, {"$job", ".*"}, {"$instance", ".*"}};
+        {"$__rate_interval", "10s"}, {"$__range", "1m"}, {"$job", ".*"}, {"$instance", ".*"}};
     for (const auto& [name, value] : variables) {
       for (std::size_t at = expr.find(name); at != std::string::npos;
            at = expr.find(name, at + value.size())) {
