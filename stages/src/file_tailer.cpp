@@ -401,18 +401,24 @@ bool FileTailer::identify(File& file, Clock::time_point now, bool by_inode_only)
       entry = it->second;
     }
   }
+  if (same_inode != same_inode_end && !entry)
+    inode_changed_.insert(InodeKey{file.device, file.inode});
   if (by_inode_only && !entry) return false;
   for (std::size_t over = 1; over < hashes.size() && !entry; ++over) {
     const auto [begin, end] = restored_by_fingerprint_.equal_range(hashes[over]);
     for (auto it = begin; it != end && !entry; ++it) {
       const CheckpointEntry& e = restored_[it->second];
       const InodeKey key{e.device, e.inode};
-      // Not a compressed file's, while the file it was saved for is still there: that one takes it.
-      // Nor one that skips a whole compressed file: another that begins with the same line (a
-      // header) is not that file.
+      // Not one whose file is still listed and may be the one it was saved for (not opened yet,
+      // past max_open_files): that one takes it, and a file that only shares its first line (a
+      // header) would skip lines of its own. Once that file, opened, no longer began as the entry
+      // says (truncated while the service was down), a copy of it may take it; a compressed file
+      // never does. Nor one that skips a whole compressed file: another that begins with the same
+      // line is not that file.
+      const bool still_there =
+          listed_.contains(key) && (compressed || !inode_changed_.contains(key));
       if (!claimed_[it->second] && e.fingerprint_length == over && e.offset != skip_all &&
-          (e.device != file.device || e.inode != file.inode) &&
-          !(compressed && listed_.contains(key))) {
+          (e.device != file.device || e.inode != file.inode) && !still_there) {
         entry = it->second;
       }
     }
@@ -1114,6 +1120,7 @@ void FileTailer::release_idle(Clock::time_point now) {
     }
     if (restored_.empty()) {
       listed_.clear();
+      inode_changed_.clear();
       waiting_recovery_.clear();
     }
   }

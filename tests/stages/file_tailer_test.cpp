@@ -387,6 +387,28 @@ TEST_F(FileTailerTest, AFileOpenedLateStillGoesOnFromItsCheckpoint) {
   EXPECT_EQ(out.lines.count("a-0"), 0U);
 }
 
+// A file the globs list but that could not be opened yet (past max_open_files) keeps its entry
+// from a new file that begins with the same header: the new one is read from its start, not from
+// the listed file's offset, and the listed one goes on from its own once it is opened.
+TEST_F(FileTailerTest, AListedFileNotOpenedYetKeepsItsEntryFromANewFileWithItsHeader) {
+  append_with_header("z.log", "z-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  append_with_header("a.log", "a-", 0, 100);  // written while the service was down
+  append_lines("z.log", "z-", 50, 60);
+  TailOptions late = options();
+  late.max_open_files = 1;
+  late.close_idle = 2s;  // after rotate_wait (1 s)
+  FileTailer again(late, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  now = settle(again, out, now + 3s);  // a.log closed as idle, z.log opened
+  (void)settle(again, out, now + 3s);
+  EXPECT_TRUE(out.each_once("a-", 0, 100)) << "a.log went on from z.log's offset";
+  EXPECT_TRUE(out.each_once("z-", 50, 60));
+  EXPECT_EQ(out.lines.count("z-0"), 0U) << "z.log was read again from its beginning";
+}
+
 // Closed while idle, then written to and renamed out of the globs before a look saw it grow (as
 // logrotate renames a quiet log, and its program writes on until it reopens): found again by its
 // inode in its directory, and read to its end.

@@ -153,8 +153,10 @@ class FileTailer {
   std::unordered_multimap<InodeKey, std::size_t, InodeHash> restored_by_inode_;
   std::unordered_multimap<std::uint64_t, std::size_t> restored_by_fingerprint_;
   std::size_t longest_restored_ = 0;  // the longest fingerprint among them
-  // While restored entries are left: the inodes at the paths the last look listed.
+  // While restored entries are left: the inodes at the paths the last look listed, and those
+  // whose file, opened, no longer began as their entries say (truncated, or a reused inode).
   std::unordered_set<InodeKey, InodeHash> listed_;
+  std::unordered_set<InodeKey, InodeHash> inode_changed_;
   // Restored entries found renamed in their directory while max_open_files were open.
   std::unordered_set<InodeKey, InodeHash> waiting_recovery_;
   std::size_t open_files_ = 0;  // descriptors the files hold; declared before them
