@@ -234,17 +234,20 @@ struct FileTailer::File {
     return hashes[length] == kept ? Match::same : Match::differs;
   }
   // Whether it still begins with the bytes it was known by: its first line, and as much of what
-  // was read of it as a read of up to 1 KiB covers (files may share a header line). Not, once
+  // was read of it as a read of up to 1 KiB covers (files may share a header line): all of it
+  // when that is no more, since a power of two below it may end inside a long header. Not, once
   // truncated and written again.
   [[nodiscard]] bool begins_as_read() const {
-    const std::size_t known = std::min<std::size_t>(head.length, 1024);
-    const std::size_t length = known > fingerprint_length ? std::bit_floor(known) : 0;
-    const std::string read = head_of(fd, std::max<std::size_t>(fingerprint_length, length));
+    constexpr std::size_t reach = 1024;
+    const bool whole = head.length <= reach;
+    const std::size_t length = whole ? head.length : std::bit_floor(reach);
+    if (length <= fingerprint_length)
+      return starts_with_first_line(head_of(fd, fingerprint_length));
+    const std::string read = head_of(fd, length);
     const std::string_view bytes(read);
-    if (!starts_with_first_line(bytes)) return false;
-    return length <= fingerprint_length ||
-           (bytes.size() >= length &&
-            hash_of(bytes.substr(0, length)) == head.steps[std::countr_zero(length)]);
+    if (!starts_with_first_line(bytes) || bytes.size() < length) return false;
+    return hash_of(bytes.substr(0, length)) ==
+           (whole ? head.hash : head.steps[std::countr_zero(length)]);
   }
   // Closed once read to its end: what it begins with is kept.
   void close_read() {

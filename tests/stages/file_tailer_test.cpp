@@ -726,6 +726,25 @@ TEST_F(FileTailerTest, ATruncationPastTheOldSizeIsFoundBehindTheSameHeader) {
   EXPECT_EQ(tailer.stats().truncations.load(), 1U);
 }
 
+// The same with a header longer than half of what was read (here 70 of 124 bytes): the bytes
+// compared must reach past the header, or the new lines at the start would be skipped.
+TEST_F(FileTailerTest, ATruncationBehindALongHeaderIsFoundInAShortFile) {
+  const std::string long_header =
+      "#Fields: date time c-ip cs-method cs-uri-stem sc-status time-taken xy\n";
+  ASSERT_EQ(long_header.size(), 70U);
+  append("app.log", long_header);
+  append_lines("app.log", "old-", 0, 9);  // 54 bytes: 124 in all
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << long_header; }
+  append_lines("app.log", "new-", 0, 100);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"old-", 9}, {"new-", 100}});
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+}
+
 // A file with a header truncated, and a new file that holds nothing but the header for longer
 // than rotate_wait: it is taken for the truncated file's copy (it begins as that one did, as far
 // as can be told), though shorter than what was read of that one. What was read there does not
