@@ -1181,9 +1181,12 @@ std::vector<CheckpointEntry> FileTailer::checkpoint() const {
     if (file->state == File::State::waiting || file->state == File::State::copy || !file->ledger) {
       continue;
     }
+    // A truncated file's, which waits for a copy, has no inode: its inode is the live file's now,
+    // which must not find this entry by it after a restart. A copy takes it by its first bytes.
+    const bool parked = file->state == File::State::parked;
     entries.push_back(
-        {.device = file->device,
-         .inode = file->inode,
+        {.device = parked ? 0 : file->device,
+         .inode = parked ? 0 : file->inode,
          .fingerprint = file->compressed ? file->entry_fingerprint : file->fingerprint,
          .fingerprint_length =
              file->compressed ? file->entry_fingerprint_length : file->fingerprint_length,

@@ -745,6 +745,32 @@ TEST_F(FileTailerTest, ATruncationBehindALongHeaderIsFoundInAShortFile) {
   EXPECT_EQ(tailer.stats().truncations.load(), 1U);
 }
 
+// Stopped within rotate_wait of a truncation, the tailer saves what it still waits a copy for
+// beside the file at the truncated file's inode, which begins as before (its header): after the
+// restart, that file goes on from its own offset, not from the one it had before the truncation.
+TEST_F(FileTailerTest, AFileTruncatedJustBeforeAStopGoesOnFromItsNewOffset) {
+  append_with_header("app.log", "old-", 0, 100);
+  std::vector<CheckpointEntry> saved;
+  {
+    FileTailer tailer(options(), Input{"files"}, {});
+    Collected out;
+    const Clock::time_point now = settle(tailer, out, Clock::now());
+    { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
+    append_lines("app.log", "new-", 0, 5);
+    (void)settle(tailer, out, now);  // within rotate_wait: the old file is still parked
+    expect_each_once(out, {{"old-", 100}, {"new-", 5}});
+    out.release();
+    saved = tailer.checkpoint();
+  }
+  append_lines("app.log", "new-", 5, 10);
+  FileTailer again(options(), Input{"files"}, saved);
+  Collected out;
+  (void)settle(again, out, settle(again, out, Clock::now()) + 2s);
+  EXPECT_TRUE(out.each_once("new-", 5, 10));
+  EXPECT_EQ(out.lines.count("new-0"), 0U) << "read again from its start";
+  EXPECT_EQ(out.lines.count("old-0"), 0U);
+}
+
 // A file with a header truncated, and a new file that holds nothing but the header for longer
 // than rotate_wait: it is taken for the truncated file's copy (it begins as that one did, as far
 // as can be told), though shorter than what was read of that one. What was read there does not
