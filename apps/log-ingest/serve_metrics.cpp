@@ -88,7 +88,8 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   auto lost = prometheus::family(
       "log_ingest_lost_bytes_total",
       "Bytes known to be lost, by input and reason: truncated_before_read is what a file held "
-      "unread when it was truncated, with no copy of it under the globs.",
+      "unread when it was truncated, and the unfinished line it ended with, with no copy of it "
+      "under the globs.",
       MetricType::Counter);
   for (const InputCounters* input : inputs) {
     prometheus::add_counter(lost, {{"input", input->name}, {"reason", "truncated_before_read"}},

@@ -735,7 +735,10 @@ void FileTailer::truncated(File& file, Clock::time_point now) {
     parked->state = File::State::parked;
     parked->position = file.position;
     parked->start = file.start;
-    parked->unread_lost = file.size_seen > file.position ? file.size_seen - file.position : 0;
+    // What it held unread, and the unfinished line it had read part of: without a copy, both
+    // are gone.
+    parked->unread_lost = (file.size_seen > file.position ? file.size_seen - file.position : 0) +
+                          (file.assembler ? file.assembler->carried() : 0);
     parked->head = file.head;
     parked->assembler = std::move(file.assembler);
     parked->ledger = std::move(file.ledger);

@@ -831,8 +831,27 @@ TEST_F(FileTailerTest, CopyTruncateWithoutTheCopyCountsWhatItLost) {
   EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 0U);  // it had read everything
 }
 
-// The same, when the truncation came before the tailer could read what it had seen: those bytes
-// are counted as lost once no copy appeared within rotate_wait.
+// The same with a line unfinished when the file was truncated: the part read of it is lost too,
+// and counted, once no copy appeared within rotate_wait.
+TEST_F(FileTailerTest, CopyTruncateCountsTheUnfinishedLineItLost) {
+  append_lines("app.log", "old-", 0, 10);
+  append("app.log", "unfinished");
+  FileTailer tailer(options({path("app.log")}), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  fs::resize_file(path("app.log"), 0);
+  append_lines("app.log", "new-", 0, 20);
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  EXPECT_TRUE(out.each_once("old-", 0, 10));
+  EXPECT_TRUE(out.each_once("new-", 0, 20));
+  EXPECT_EQ(out.lines.count("unfinished"), 0U);
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), std::string("unfinished").size());
+}
+
+// The same, when the truncation came before the tailer could read what it had seen: those bytes,
+// with the part read of the line they end, are counted as lost once no copy appeared within
+// rotate_wait.
 TEST_F(FileTailerTest, CopyTruncateBeforeTheBytesWereReadCountsThem) {
   TailOptions slow = options({path("app.log")});
   slow.read_bytes = 64;  // four reads of 64 bytes a poll
@@ -848,7 +867,8 @@ TEST_F(FileTailerTest, CopyTruncateBeforeTheBytesWereReadCountsThem) {
   EXPECT_TRUE(out.each_once("new-", 0, 5));
   out.release();
   (void)settle(tailer, out, now + 2s);
-  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 1000U - 256U);
+  // The whole line: the 256 bytes read of it were never handed out either.
+  EXPECT_EQ(tailer.stats().lost_truncated_bytes.load(), 1000U);
 }
 
 // A long line that is skipped leaves an exact offset: the lines after it come once, and a
