@@ -313,12 +313,20 @@ void FileInput::follow() {
     // again after a crash. Saved only between polls, it would lag by a whole poll's reads.
     save_if_due();
     for (;;) {
-      // Stopping, the input hands over nothing more of this poll (which may hold a megabyte of
-      // every file, catching up): what it gives up is not in the checkpoint, and is read after
-      // the restart, once.
-      if (ingress_.closed() || stop_.load(std::memory_order_relaxed)) {
+      if (ingress_.closed()) {
         token.fail();
         return false;
+      }
+      // Stopping, the input hands over nothing more of this poll (which may hold a megabyte of
+      // every file, catching up): what it gives up is not in the checkpoint, and is read after
+      // the restart, once. But a file deleted while open cannot be: its chunks wait for room
+      // (until the Ingress closes at the drain's deadline), and it is read to its end below.
+      if (stop_.load(std::memory_order_relaxed)) {
+        tailer.hold_linked();
+        if (!tailer.handing_out_unlinked()) {
+          token.fail();
+          return false;
+        }
       }
       const auto due = last_save + file.checkpoint_interval - Clock::now();
       const auto wait = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(due),
@@ -348,6 +356,14 @@ void FileInput::follow() {
       std::this_thread::sleep_for(file.linger);
       if (watch.wait(std::chrono::milliseconds(0), reopen)) tailer.rescan();
     }
+  }
+  // A file deleted while open (rotated away and removed, with the input behind) cannot be read
+  // after a restart: it is read to its end now, while the drain lets the Ingress take it.
+  tailer.hold_linked();
+  while (!ingress_.closed() && !closing_.load(std::memory_order_relaxed) &&
+         tailer.drain_deleted(emit) > 0) {
+    publish();
+    save_if_due();
   }
   finished_.store(true, std::memory_order_release);
   // Everything handed over is in the Ingress. The last checkpoint waits for the outputs to write

@@ -14,9 +14,11 @@
 //   starts as if it had none (every file from its beginning: lines may repeat, none is lost).
 //
 // Contract: ServiceInput's, except that `finished()` may be called from any thread. After
-// stop_accepting it hands over nothing more (what it read and had not handed over is left to the
-// next start) and finishes; its thread then waits for the outputs to write what it handed over
-// and saves the last checkpoint, until the input is destroyed. `abandon()`
+// stop_accepting it hands over nothing more of the files still at their paths (what it read and
+// had not handed over is left to the next start), reads the files deleted while open to their
+// end (nothing could after a restart; until the Ingress closes), and finishes; its thread then
+// waits for the outputs to write what it handed over and saves the last checkpoint, until the
+// input is destroyed. `abandon()`
 // (the pipeline failed: what was dropped must be read again) saves nothing more.
 #pragma once
 

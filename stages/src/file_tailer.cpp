@@ -28,6 +28,12 @@ namespace conveyor::stages {
 
 namespace {
 
+// Whether the file open at `fd` has no name left: deleted while open.
+bool unlinked(int fd) noexcept {
+  struct stat status {};
+  return ::fstat(fd, &status) == 0 && status.st_nlink == 0;
+}
+
 namespace fs = std::filesystem;
 
 constexpr std::uint64_t fnv_basis = 0xcbf29ce484222325ULL;
@@ -909,7 +915,8 @@ void FileTailer::recover_renamed(Clock::time_point now) {
 std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_point now,
                                   bool& stopped) {
   std::size_t total = 0;
-  for (int reads = 0; reads < 4 && !file.complete; ++reads) {
+  for (int reads = 0; reads < 4 && !file.complete && !(hold_linked_ && !unlinked(file.fd));
+       ++reads) {
     std::size_t kept = 0;
     std::string buffer = file.assembler->buffer(options_.read_bytes, kept);
     std::size_t got = 0;
@@ -937,7 +944,7 @@ std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_poin
     if (cut) {
       cut->chunk.input = file.input;
       cut->chunk.ack = file.ledger->issue(cut->end);
-      if (!emit(std::move(cut->chunk))) {
+      if (!emit_from(file, emit, std::move(cut->chunk))) {
         stopped = true;
         break;
       }
@@ -952,6 +959,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   if (file.fd < 0 || (file.state != File::State::live && file.state != File::State::detached)) {
     return 0;
   }
+  if (hold_linked_ && !unlinked(file.fd)) return 0;
   if (file.gzip) return read_gzip(file, emit, now, stopped);
   const std::uint64_t size = size_of(file.fd);
   if (size < file.position) {
@@ -970,7 +978,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
     if (!cut) return true;
     cut->chunk.input = file.input;
     cut->chunk.ack = file.ledger->issue(cut->end);
-    return emit(std::move(cut->chunk));
+    return emit_from(file, emit, std::move(cut->chunk));
   };
   if (file.cut_off) {
     std::optional<detail::Cut> cut = file.cut_off->finish(true);
@@ -983,7 +991,8 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   }
   std::size_t total = 0;
   // A few reads per file and poll, so that one busy file does not starve the others.
-  for (int reads = 0; reads < 4 && file.position < size; ++reads) {
+  for (int reads = 0; reads < 4 && file.position < size && !(hold_linked_ && !unlinked(file.fd));
+       ++reads) {
     const std::size_t want = static_cast<std::size_t>(
         std::min<std::uint64_t>(options_.read_bytes, size - file.position));
     std::size_t kept = 0;
@@ -1166,6 +1175,34 @@ std::size_t FileTailer::poll(const Emit& emit, Clock::time_point now) {
   release_idle(now);
   stats_.files.store(files_.size(), std::memory_order_relaxed);
   stats_.open_files.store(open_files_, std::memory_order_relaxed);
+  return total;
+}
+
+bool FileTailer::emit_from(const File& file, const Emit& emit, Chunk&& chunk) {
+  handing_out_fd_ = file.fd;
+  const bool taken = emit(std::move(chunk));
+  handing_out_fd_ = -1;
+  return taken;
+}
+
+bool FileTailer::handing_out_unlinked() const noexcept {
+  return handing_out_fd_ >= 0 && unlinked(handing_out_fd_);
+}
+
+std::size_t FileTailer::drain_deleted(const Emit& emit, Clock::time_point now) {
+  std::size_t total = 0;
+  bool stopped = false;
+  for (std::size_t i = 0; i < files_.size() && !stopped; ++i) {
+    File& file = *files_[i];
+    if (file.fd < 0 || !unlinked(file.fd)) continue;
+    const std::size_t got = read(file, emit, now, stopped);
+    total += got;
+    // Read to its end: a last line without its newline will not get one.
+    if (got == 0 && !stopped && file.assembler &&
+        (file.assembler->carried() > 0 || file.assembler->skipping())) {
+      (void)read(file, emit, now + options_.partial_line_timeout, stopped);
+    }
+  }
   return total;
 }
 

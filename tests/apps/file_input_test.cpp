@@ -2,6 +2,7 @@
 // keeps up with what the outputs finished, even while the input waits for room.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -224,6 +225,51 @@ TEST_F(FileInputTest, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
   for (const conveyor::stages::CheckpointEntry& entry : saved.entries)
     checkpointed += entry.offset;
   EXPECT_EQ(checkpointed, handed_over);
+}
+
+// A file deleted while the input was behind on it (logrotate's rotate and remove, or maxage)
+// could not be read after a restart: at a clean stop the input reads it to its end, its last
+// unfinished line too, before it finishes.
+TEST_F(FileInputTest, AtAStopItReadsAFileDeletedWhileOpenToItsEnd) {
+  conveyor::testing::Watchdog watchdog(60s);
+  constexpr int lines = 20'000;  // about 1.5 MB: many chunks
+  {
+    std::ofstream file(log("old.log"));
+    for (int i = 0; i < lines; ++i)
+      file << "<13>Jun  1 00:00:00 host app: line " << i << " of a deleted file\n";
+    file << "<13>Jun  1 00:00:00 host app: the last line, unfinished";
+  }
+  InputConfig config = file_input();
+  Ingress ingress(1);
+  InputCounters counters("app");
+  std::uint64_t newlines = 0;
+  std::uint64_t chunks = 0;
+  {
+    FileInput input(config, LimitsConfig{}, ingress, counters, state());
+    input.start();
+    std::optional<conveyor::stages::Chunk> first = ingress.pop();  // it reads the file, and waits
+    ASSERT_TRUE(first.has_value());
+    newlines +=
+        static_cast<std::uint64_t>(std::count(first->text.begin(), first->text.end(), '\n'));
+    fs::remove(log("old.log"));
+    input.stop_accepting();
+    std::thread taker([&] {
+      while (std::optional<conveyor::stages::Chunk> chunk = ingress.pop()) {
+        newlines +=
+            static_cast<std::uint64_t>(std::count(chunk->text.begin(), chunk->text.end(), '\n'));
+        ++chunks;
+      }
+    });
+    for (int i = 0; i < 3000 && !input.finished(); ++i)
+      std::this_thread::sleep_for(10ms);
+    EXPECT_TRUE(input.finished());
+    ingress.close();
+    taker.join();
+  }
+  // Every line, the unfinished one too, each once.
+  EXPECT_EQ(newlines, static_cast<std::uint64_t>(lines) + 1);
+  EXPECT_GT(chunks, 1U);
+  EXPECT_EQ(InputCounters::read(counters.received), static_cast<std::uint64_t>(lines) + 1);
 }
 
 }  // namespace

@@ -86,6 +86,15 @@ class FileTailer {
   std::size_t poll(const Emit& emit, Clock::time_point now = Clock::now());
   // Whether the last poll read every file to the end it found (no file left bytes for later).
   [[nodiscard]] bool caught_up() const noexcept { return caught_up_; }
+  // Stopping: from now on the files still at a path are read no further (what is left of them
+  // waits for the next start, from the checkpoint), also within the read in progress.
+  void hold_linked() noexcept { hold_linked_ = true; }
+  // Called by `emit`: whether the chunk it is given comes from a file deleted while open.
+  [[nodiscard]] bool handing_out_unlinked() const noexcept;
+  // Then: reads on in the files deleted while open, which nothing could read after a restart, a
+  // few reads each, and hands out a last line they leave unfinished. Returns the bytes read: 0
+  // once each is read to its end (or `emit` refused).
+  std::size_t drain_deleted(const Emit& emit, Clock::time_point now = Clock::now());
   // The next poll looks for files whatever the interval (a directory changed).
   void rescan() noexcept { scan_due_ = true; }
   // `path` was written to (a watcher saw it): a file there that was closed as idle is opened
@@ -118,6 +127,7 @@ class FileTailer {
   // The restored entries, none taken yet, and their indexes.
   void restore(std::vector<CheckpointEntry> entries);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
+  bool emit_from(const File& file, const Emit& emit, Chunk&& chunk);
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
   // A file taken for a copy that is none: read as a file of its own, from its start.
@@ -168,6 +178,8 @@ class FileTailer {
   bool first_scan_ = true;
   bool scan_due_ = true;
   bool caught_up_ = true;
+  bool hold_linked_ = false;  // hold_linked(): only files deleted while open are read
+  int handing_out_fd_ = -1;   // the file whose chunk `emit` is given now
   Clock::time_point last_scan_{};
   Clock::time_point first_scan_at_{};
   TailStats stats_;
