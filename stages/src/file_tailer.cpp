@@ -782,7 +782,8 @@ void FileTailer::scan(Clock::time_point now) {
     exclude.emplace_back(pattern);
   for (auto& file : files_)
     file->seen = false;
-  listed_.clear();
+  std::unordered_set<InodeKey, InodeHash> listed_before;
+  listed_before.swap(listed_);
   const FoundFiles found = find_files(include, exclude, options_.max_files);
   if (found.truncated) stats_.glob_truncated.fetch_add(1, std::memory_order_relaxed);
   std::vector<File*> fresh;
@@ -802,6 +803,15 @@ void FileTailer::scan(Clock::time_point now) {
           (void)identify(*file, now, true);
     };
     by_inode(false);
+    // A restored entry whose file the last look listed but could not open (past max_open_files),
+    // and this one does not: renamed out of the globs meanwhile, looked for in its directory.
+    for (std::size_t i = 0; i < restored_.size(); ++i) {
+      const InodeKey key{restored_[i].device, restored_[i].inode};
+      if (!claimed_[i] && listed_before.contains(key) && !listed_.contains(key) &&
+          !by_inode_.contains(key)) {
+        waiting_recovery_.insert(key);
+      }
+    }
     if (first_scan_ || !waiting_recovery_.empty()) recover_renamed(now);
     by_inode(true);
   }

@@ -409,6 +409,28 @@ TEST_F(FileTailerTest, AListedFileNotOpenedYetKeepsItsEntryFromANewFileWithItsHe
   EXPECT_EQ(out.lines.count("z-0"), 0U) << "z.log was read again from its beginning";
 }
 
+// The same, when the file that could not be opened yet is renamed out of the globs before it is
+// (rotated): its entry is not dropped with its path, but found by its inode in its directory, and
+// the file read on from its checkpoint once a descriptor is free.
+TEST_F(FileTailerTest, AFileNotOpenedYetAndRenamedAwayStillGoesOnFromItsCheckpoint) {
+  append_lines("a.log", "a-", 0, 50);
+  append_lines("b.log", "b-", 0, 50);
+  Collected first;
+  const std::vector<CheckpointEntry> saved = checkpoint_after_reading(options(), first);
+  append_lines("b.log", "b-", 50, 60);
+  TailOptions late = options();
+  late.max_open_files = 1;
+  late.close_idle = 2s;  // after rotate_wait (1 s)
+  FileTailer again(late, Input{"files"}, saved);
+  Collected out;
+  Clock::time_point now = settle(again, out, Clock::now());
+  fs::rename(path("b.log"), path("b.log.1"));  // out of *.log, before it was opened
+  now = settle(again, out, now + 3s);          // a.log closed as idle: a descriptor is free
+  (void)settle(again, out, now + 3s);
+  EXPECT_TRUE(out.each_once("b-", 50, 60)) << "what was written to b.log after the checkpoint";
+  EXPECT_EQ(out.lines.count("b-0"), 0U);
+}
+
 // Closed while idle, then written to and renamed out of the globs before a look saw it grow (as
 // logrotate renames a quiet log, and its program writes on until it reopens): found again by its
 // inode in its directory, and read to its end.
