@@ -374,6 +374,7 @@ void FileInput::follow() {
   }
   publish();
   saver.finish(tailer.checkpoint());
+  settled_.store(true, std::memory_order_release);
 }
 
 }  // namespace conveyor::log_ingest

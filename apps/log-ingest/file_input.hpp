@@ -42,6 +42,7 @@ class FileInput final : public ServiceInput {
   void close_all() override { stop_accepting(); }
   void abandon() override { abandoned_.store(true, std::memory_order_relaxed); }
   [[nodiscard]] bool finished() const override { return finished_.load(std::memory_order_acquire); }
+  [[nodiscard]] bool settled() const override { return settled_.load(std::memory_order_acquire); }
   [[nodiscard]] std::string where() const override;
 
   [[nodiscard]] std::string checkpoint_path() const;
@@ -54,6 +55,7 @@ class FileInput final : public ServiceInput {
   std::atomic<bool> closing_{false};  // destroyed: stop waiting for the outputs
   std::atomic<bool> abandoned_{false};
   std::atomic<bool> finished_{false};  // release: after its last push
+  std::atomic<bool> settled_{false};   // release: after its last checkpoint
   std::thread follower_;
 };
 

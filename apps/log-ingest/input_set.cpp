@@ -178,8 +178,13 @@ void InputSet::tick() {
   const auto now = std::chrono::steady_clock::now();
   for (Retired& retired : retired_)
     if (now >= retired.deadline) retired.input->close_all();
+  // A retired file input goes once its last checkpoint holds everything it handed over, so that
+  // the input put back by a later reload repeats none of it; past its deadline, once finished.
   retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
-                                [](const Retired& retired) { return retired.input->finished(); }),
+                                [now](const Retired& retired) {
+                                  return retired.input->finished() &&
+                                         (retired.input->settled() || now >= retired.deadline);
+                                }),
                  retired_.end());
 }
 

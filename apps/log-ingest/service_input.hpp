@@ -31,6 +31,9 @@ class ServiceInput {
   // inputs). Others have nothing to do.
   virtual void abandon() {}
   [[nodiscard]] virtual bool finished() const = 0;
+  // Whether destroying it now loses nothing it would still do: once finished, by default; a file
+  // input's, once its last checkpoint (everything it handed over written) is saved.
+  [[nodiscard]] virtual bool settled() const { return finished(); }
   // Where it listens, as a URL (tcp://127.0.0.1:5514), for the log.
   [[nodiscard]] virtual std::string where() const = 0;
   [[nodiscard]] InputCounters& counters() noexcept { return counters_; }

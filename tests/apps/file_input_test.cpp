@@ -272,4 +272,36 @@ TEST_F(FileInputTest, AtAStopItReadsAFileDeletedWhileOpenToItsEnd) {
   EXPECT_EQ(InputCounters::read(counters.received), static_cast<std::uint64_t>(lines) + 1);
 }
 
+// Finished once it hands over nothing more, the input is settled only when everything it handed
+// over is written and in its last checkpoint: a reload that removes it waits for that, so that
+// the input put back later repeats nothing.
+TEST_F(FileInputTest, SettledOnlyOnceWhatItHandedOverIsWrittenAndSaved) {
+  conveyor::testing::Watchdog watchdog(60s);
+  std::uint64_t size = 0;
+  {
+    std::ofstream file(log("app.log"));
+    for (int i = 0; i < 100; ++i)
+      file << "<13>Jun  1 00:00:00 host app: line " << i << "\n";
+    size = static_cast<std::uint64_t>(file.tellp());
+  }
+  Ingress ingress(8);
+  InputCounters counters("app");
+  FileInput input(file_input(), LimitsConfig{}, ingress, counters, state());
+  input.start();
+  std::optional<conveyor::stages::Chunk> chunk = ingress.pop();  // held: not written yet
+  ASSERT_TRUE(chunk.has_value());
+  ASSERT_EQ(chunk->text.size(), size);
+  input.stop_accepting();
+  for (int i = 0; i < 1000 && !input.finished(); ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(input.finished());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(input.settled()) << "settled while a chunk it handed over was not written";
+  chunk.reset();  // written
+  for (int i = 0; i < 1000 && !input.settled(); ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(input.settled());
+  EXPECT_EQ(checkpointed((dir_ / "state" / "app.checkpoint").string()), size);
+}
+
 }  // namespace
