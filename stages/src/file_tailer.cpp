@@ -121,6 +121,20 @@ std::uint64_t size_of(int fd) {
   return ::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
 }
 
+// A file's size, and when its content last changed (nanoseconds).
+struct Extent {
+  std::uint64_t size = 0;
+  std::int64_t modified = 0;
+};
+
+Extent extent_of(int fd) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) return {};
+  return {static_cast<std::uint64_t>(status.st_size),
+          static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 +
+              static_cast<std::int64_t>(status.st_mtim.tv_nsec)};
+}
+
 }  // namespace
 
 struct FileTailer::File {
@@ -144,12 +158,13 @@ struct FileTailer::File {
   std::string path;
   int fd = -1;
   State state = State::waiting;
-  bool found_first = false;       // found at the first look
-  bool seen = false;              // found by the current look
-  std::uint64_t position = 0;     // the next byte to read
-  std::uint64_t size_seen = 0;    // its size at the last read
-  std::uint64_t start = 0;        // the offset committed before any acknowledgement
-  std::uint64_t unread_lost = 0;  // parked: bytes known to be there, unread, when truncated
+  bool found_first = false;        // found at the first look
+  bool seen = false;               // found by the current look
+  std::uint64_t position = 0;      // the next byte to read
+  std::uint64_t size_seen = 0;     // its size at the last read
+  std::int64_t modified_seen = 0;  // and when its content had last changed then
+  std::uint64_t start = 0;         // the offset committed before any acknowledgement
+  std::uint64_t unread_lost = 0;   // parked: bytes known to be there, unread, when truncated
   std::unique_ptr<detail::LineAssembler> assembler;
   // The source's assembler, when this copy lacks the end of the line it was read into the middle
   // of: that line goes out as cut off at the next read.
@@ -971,19 +986,23 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   }
   if (hold_linked_ && !unlinked(file.fd)) return 0;
   if (file.gzip) return read_gzip(file, emit, now, stopped);
-  const std::uint64_t size = size_of(file.fd);
+  const Extent extent = extent_of(file.fd);
+  const std::uint64_t size = extent.size;
   if (size < file.position) {
     truncated(file, now);
     return 0;
   }
-  if (size != file.size_seen && file.position > 0 && file.state == File::State::live) {
-    // Truncated and written again since the last look: its first bytes are not the same.
+  // Grown, or changed at the same size: truncated and written again since the last look, its
+  // first bytes are not the same.
+  if ((size != file.size_seen || extent.modified != file.modified_seen) && file.position > 0 &&
+      file.state == File::State::live) {
     if (!file.begins_as_read()) {
       truncated(file, now);
       return 0;
     }
   }
   file.size_seen = size;
+  file.modified_seen = extent.modified;
   const auto hand_out = [&](std::optional<detail::Cut> cut) {
     if (!cut) return true;
     cut->chunk.input = file.input;

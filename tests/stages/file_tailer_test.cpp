@@ -15,6 +15,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "conveyor/stages/path_glob.hpp"
@@ -745,6 +746,22 @@ TEST_F(FileTailerTest, ATruncationPastTheOldSizeIsFoundBehindTheSameHeader) {
   now = settle(tailer, out, now);
   (void)settle(tailer, out, now + 2s);
   expect_each_once(out, {{"old-", 10}, {"new-", 100}});
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+}
+
+// Truncated and written again to exactly the size it had: the size says nothing, the change time
+// does, and the new lines are read from the start.
+TEST_F(FileTailerTest, ATruncationBackToTheSameSizeIsFound) {
+  append_with_header("app.log", "old-", 0, 10);
+  FileTailer tailer(options(), Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  std::this_thread::sleep_for(20ms);  // a change time the file system tells apart
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
+  append_lines("app.log", "new-", 0, 10);  // as long as the old lines
+  now = settle(tailer, out, now);
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"old-", 10}, {"new-", 10}});
   EXPECT_EQ(tailer.stats().truncations.load(), 1U);
 }
 
