@@ -116,12 +116,7 @@ std::string inflated_head_of(int fd, std::size_t size) {
   return out;
 }
 
-std::uint64_t size_of(int fd) {
-  struct stat status {};
-  return ::fstat(fd, &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
-}
-
-// A file's size, and when its content last changed (nanoseconds).
+// A file's size, and when its content last changed (nanoseconds); zeros if it cannot be told.
 struct Extent {
   std::uint64_t size = 0;
   std::int64_t modified = 0;
@@ -133,6 +128,10 @@ Extent extent_of(int fd) {
   return {static_cast<std::uint64_t>(status.st_size),
           static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 +
               static_cast<std::int64_t>(status.st_mtim.tv_nsec)};
+}
+
+std::uint64_t size_of(int fd) {
+  return extent_of(fd).size;
 }
 
 }  // namespace
@@ -940,8 +939,7 @@ void FileTailer::recover_renamed(Clock::time_point now) {
 std::size_t FileTailer::read_gzip(File& file, const Emit& emit, Clock::time_point now,
                                   bool& stopped) {
   std::size_t total = 0;
-  for (int reads = 0; reads < 4 && !file.complete && !(hold_linked_ && !unlinked(file.fd));
-       ++reads) {
+  for (int reads = 0; reads < 4 && !file.complete && !held_back(file); ++reads) {
     std::size_t kept = 0;
     std::string buffer = file.assembler->buffer(options_.read_bytes, kept);
     std::size_t got = 0;
@@ -984,7 +982,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   if (file.fd < 0 || (file.state != File::State::live && file.state != File::State::detached)) {
     return 0;
   }
-  if (hold_linked_ && !unlinked(file.fd)) return 0;
+  if (held_back(file)) return 0;
   if (file.gzip) return read_gzip(file, emit, now, stopped);
   const Extent extent = extent_of(file.fd);
   const std::uint64_t size = extent.size;
@@ -1020,8 +1018,7 @@ std::size_t FileTailer::read(File& file, const Emit& emit, Clock::time_point now
   }
   std::size_t total = 0;
   // A few reads per file and poll, so that one busy file does not starve the others.
-  for (int reads = 0; reads < 4 && file.position < size && !(hold_linked_ && !unlinked(file.fd));
-       ++reads) {
+  for (int reads = 0; reads < 4 && file.position < size && !held_back(file); ++reads) {
     const std::size_t want = static_cast<std::size_t>(
         std::min<std::uint64_t>(options_.read_bytes, size - file.position));
     std::size_t kept = 0;
@@ -1212,6 +1209,10 @@ bool FileTailer::emit_from(const File& file, const Emit& emit, Chunk&& chunk) {
   const bool taken = emit(std::move(chunk));
   handing_out_fd_ = -1;
   return taken;
+}
+
+bool FileTailer::held_back(const File& file) const noexcept {
+  return hold_linked_ && !unlinked(file.fd);
 }
 
 bool FileTailer::handing_out_unlinked() const noexcept {

@@ -127,7 +127,10 @@ class FileTailer {
   // The restored entries, none taken yet, and their indexes.
   void restore(std::vector<CheckpointEntry> entries);
   std::size_t read(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
+  // Hands `emit` a chunk of `file`, which handing_out_unlinked() then asks about.
   bool emit_from(const File& file, const Emit& emit, Chunk&& chunk);
+  // After hold_linked(): whether `file` still has a name, and so is read no further.
+  [[nodiscard]] bool held_back(const File& file) const noexcept;
   std::size_t read_gzip(File& file, const Emit& emit, Clock::time_point now, bool& stopped);
   void truncated(File& file, Clock::time_point now);
   // A file taken for a copy that is none: read as a file of its own, from its start.
