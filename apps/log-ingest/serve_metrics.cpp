@@ -2,7 +2,9 @@
 #include "serve_metrics.hpp"
 
 #include <atomic>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace conveyor::log_ingest {
 
@@ -63,60 +65,49 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   }
   families.push_back(std::move(responses));
 
-  auto rejected = prometheus::family(
+  // Per input and reason: each reason one of the input's counters.
+  using Reason = std::pair<const char*, Counter>;
+  const auto per_input_by_reason = [&](const char* name, const char* help,
+                                       std::initializer_list<Reason> reasons) {
+    auto result = prometheus::family(name, help, MetricType::Counter);
+    for (const InputCounters* input : inputs) {
+      for (const auto& [reason, counter] : reasons) {
+        prometheus::add_counter(result, {{"input", input->name}, {"reason", reason}},
+                                static_cast<double>(InputCounters::read(input->*counter)));
+      }
+    }
+    families.push_back(std::move(result));
+  };
+  per_input_by_reason(
       "log_ingest_connections_rejected_total",
-      "Connections closed at once, by input and reason: over max_connections or over "
-      "max_connections_per_client.",
-      MetricType::Counter);
-  for (const InputCounters* input : inputs) {
-    prometheus::add_counter(rejected, {{"input", input->name}, {"reason", "max_connections"}},
-                            static_cast<double>(InputCounters::read(input->connections_rejected)));
-    prometheus::add_counter(
-        rejected, {{"input", input->name}, {"reason", "max_connections_per_client"}},
-        static_cast<double>(InputCounters::read(input->client_connections_rejected)));
-  }
-  families.push_back(std::move(rejected));
-
-  auto dropped = prometheus::family("log_ingest_dropped_total",
-                                    "Messages dropped, by input and reason.", MetricType::Counter);
-  for (const InputCounters* input : inputs) {
-    prometheus::add_counter(dropped, {{"input", input->name}, {"reason", "udp_overflow"}},
-                            static_cast<double>(InputCounters::read(input->dropped)));
-  }
-  families.push_back(std::move(dropped));
-
-  auto lost = prometheus::family(
+      "Connections closed at once, by input and reason: over max_connections or "
+      "over max_connections_per_client.",
+      {{"max_connections", &InputCounters::connections_rejected},
+       {"max_connections_per_client", &InputCounters::client_connections_rejected}});
+  per_input_by_reason("log_ingest_dropped_total", "Messages dropped, by input and reason.",
+                      {{"udp_overflow", &InputCounters::dropped}});
+  per_input_by_reason(
       "log_ingest_lost_bytes_total",
       "Bytes known to be lost, by input and reason: truncated_before_read is what a file held "
       "unread when it was truncated, and the unfinished line it ended with, with no copy of it "
       "under the globs.",
-      MetricType::Counter);
-  for (const InputCounters* input : inputs) {
-    prometheus::add_counter(lost, {{"input", input->name}, {"reason", "truncated_before_read"}},
-                            static_cast<double>(InputCounters::read(input->lost_truncated_bytes)));
-  }
-  families.push_back(std::move(lost));
+      {{"truncated_before_read", &InputCounters::lost_truncated_bytes}});
 
+  // The service's totals.
+  const auto total = [&](const char* name, const char* help,
+                         const std::atomic<std::uint64_t>& counter) {
+    auto result = prometheus::family(name, help, MetricType::Counter);
+    prometheus::add_counter(result, {},
+                            static_cast<double>(counter.load(std::memory_order_relaxed)));
+    families.push_back(std::move(result));
+  };
   const Accounting& accounting = outputs_->accounting;
-  auto written = prometheus::family("log_ingest_written_total", "Records written to the output.",
-                                    MetricType::Counter);
-  prometheus::add_counter(written, {},
-                          static_cast<double>(accounting.written.load(std::memory_order_relaxed)));
-  families.push_back(std::move(written));
-  auto dead_letters = prometheus::family("log_ingest_dead_letters_written_total",
-                                         "Messages written to the dead-letter output (flushed).",
-                                         MetricType::Counter);
-  prometheus::add_counter(dead_letters, {},
-                          static_cast<double>(accounting.rejected.load(std::memory_order_relaxed)));
-  families.push_back(std::move(dead_letters));
-  auto lost_on_output =
-      prometheus::family("log_ingest_lost_on_output_total",
-                         "Records and dead letters a failed write or flush took out of an output.",
-                         MetricType::Counter);
-  prometheus::add_counter(
-      lost_on_output, {},
-      static_cast<double>(accounting.lost_on_output.load(std::memory_order_relaxed)));
-  families.push_back(std::move(lost_on_output));
+  total("log_ingest_written_total", "Records written to the output.", accounting.written);
+  total("log_ingest_dead_letters_written_total",
+        "Messages written to the dead-letter output (flushed).", accounting.rejected);
+  total("log_ingest_lost_on_output_total",
+        "Records and dead letters a failed write or flush took out of an output.",
+        accounting.lost_on_output);
   auto errors = prometheus::family("log_ingest_output_errors_total",
                                    "Writes to an output that failed.", MetricType::Counter);
   prometheus::add_counter(
