@@ -70,6 +70,11 @@ class FileTailerTest : public ::testing::Test {
   // app.log and zz.log begin with the header; both are read, then app.log is truncated with no
   // copy (the tailer keeps it parked) and written again: the header, new-0 and new-1.
   Clock::time_point truncate_one_of_two_twins(FileTailer& tailer, Collected& out) const;
+  // app.log, `first` then old-0 .. old-(OLD-1), read by a tailer; then, after `pause`, truncated
+  // and written again with `first` and new-0 .. new-(FRESH-1), and read: what came, each of old-
+  // and new- once, and the truncations it saw.
+  void expect_rewrite_found(const std::string& first, int old, int fresh,
+                            std::chrono::milliseconds pause = 0ms) const;
   // What is read of a new .gz that takes the inode of a deleted one holding `old_text`.
   Collected read_at_the_inode_of_one_skipped(const std::string& old_text) const;
   // old.gz (the header, old-0 .. old-99) and what else the globs of `tail` name, read by a
@@ -737,32 +742,14 @@ TEST_F(FileTailerTest, ATruncationHiddenBySizeIsFoundThroughTheCopy) {
 // A file with a header, truncated and written past the size it had before the next read: its
 // first line is the same, but what follows is not, and it is read again from its start.
 TEST_F(FileTailerTest, ATruncationPastTheOldSizeIsFoundBehindTheSameHeader) {
-  append_with_header("app.log", "old-", 0, 10);
-  FileTailer tailer(options(), Input{"files"}, {});
-  Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
-  append_lines("app.log", "new-", 0, 100);
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  expect_each_once(out, {{"old-", 10}, {"new-", 100}});
-  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  expect_rewrite_found(header, 10, 100);
 }
 
 // Truncated and written again to exactly the size it had: the size says nothing, the change time
 // does, and the new lines are read from the start.
 TEST_F(FileTailerTest, ATruncationBackToTheSameSizeIsFound) {
-  append_with_header("app.log", "old-", 0, 10);
-  FileTailer tailer(options(), Input{"files"}, {});
-  Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  std::this_thread::sleep_for(20ms);  // a change time the file system tells apart
-  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
-  append_lines("app.log", "new-", 0, 10);  // as long as the old lines
-  now = settle(tailer, out, now);
-  (void)settle(tailer, out, now + 2s);
-  expect_each_once(out, {{"old-", 10}, {"new-", 10}});
-  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+  // As long as the old lines; after a change time the file system tells apart.
+  expect_rewrite_found(header, 10, 10, 20ms);
 }
 
 // The same with a header longer than half of what was read (here 70 of 124 bytes): the bytes
@@ -771,16 +758,22 @@ TEST_F(FileTailerTest, ATruncationBehindALongHeaderIsFoundInAShortFile) {
   const std::string long_header =
       "#Fields: date time c-ip cs-method cs-uri-stem sc-status time-taken xy\n";
   ASSERT_EQ(long_header.size(), 70U);
-  append("app.log", long_header);
-  append_lines("app.log", "old-", 0, 9);  // 54 bytes: 124 in all
+  expect_rewrite_found(long_header, 9, 100);  // 54 bytes of lines: 124 in all
+}
+
+void FileTailerTest::expect_rewrite_found(const std::string& first, int old, int fresh,
+                                          std::chrono::milliseconds pause) const {
+  append("app.log", first);
+  append_lines("app.log", "old-", 0, old);
   FileTailer tailer(options(), Input{"files"}, {});
   Collected out;
   Clock::time_point now = settle(tailer, out, Clock::now());
-  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << long_header; }
-  append_lines("app.log", "new-", 0, 100);
+  std::this_thread::sleep_for(pause);
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << first; }
+  append_lines("app.log", "new-", 0, fresh);
   now = settle(tailer, out, now);
   (void)settle(tailer, out, now + 2s);
-  expect_each_once(out, {{"old-", 9}, {"new-", 100}});
+  expect_each_once(out, {{"old-", old}, {"new-", fresh}});
   EXPECT_EQ(tailer.stats().truncations.load(), 1U);
 }
 
