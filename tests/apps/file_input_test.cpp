@@ -36,6 +36,17 @@ std::optional<std::uint64_t> checkpointed(const std::string& path) {
   return loaded.entries.front().offset;
 }
 
+// Polls `done` every 10 ms for up to `timeout`: whether it came true.
+template <class Done>
+bool within(std::chrono::milliseconds timeout, Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
 // Each test's own directory: logs/ for the files the input follows, state/ for its checkpoint.
 class FileInputTest : public ::testing::Test {
  protected:
@@ -209,9 +220,7 @@ TEST_F(FileInputTest, StopsWithinAPollAndCheckpointsWhatItHandedOver) {
       handed_over += chunk->text.size();
     }
     input.stop_accepting();
-    for (int i = 0; i < 1000 && !input.finished(); ++i)
-      std::this_thread::sleep_for(10ms);
-    ASSERT_TRUE(input.finished());
+    ASSERT_TRUE(within(10s, [&] { return input.finished(); }));
     ingress.close();
     while (std::optional<conveyor::stages::Chunk> chunk = ingress.pop()) {
       handed_over += chunk->text.size();
@@ -260,9 +269,7 @@ TEST_F(FileInputTest, AtAStopItReadsAFileDeletedWhileOpenToItsEnd) {
         ++chunks;
       }
     });
-    for (int i = 0; i < 3000 && !input.finished(); ++i)
-      std::this_thread::sleep_for(10ms);
-    EXPECT_TRUE(input.finished());
+    EXPECT_TRUE(within(30s, [&] { return input.finished(); }));
     ingress.close();
     taker.join();
   }
@@ -292,15 +299,11 @@ TEST_F(FileInputTest, SettledOnlyOnceWhatItHandedOverIsWrittenAndSaved) {
   ASSERT_TRUE(chunk.has_value());
   ASSERT_EQ(chunk->text.size(), size);
   input.stop_accepting();
-  for (int i = 0; i < 1000 && !input.finished(); ++i)
-    std::this_thread::sleep_for(10ms);
-  ASSERT_TRUE(input.finished());
+  ASSERT_TRUE(within(10s, [&] { return input.finished(); }));
   std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(input.settled()) << "settled while a chunk it handed over was not written";
   chunk.reset();  // written
-  for (int i = 0; i < 1000 && !input.settled(); ++i)
-    std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(input.settled());
+  EXPECT_TRUE(within(10s, [&] { return input.settled(); }));
   EXPECT_EQ(checkpointed((dir_ / "state" / "app.checkpoint").string()), size);
 }
 
