@@ -122,12 +122,16 @@ struct Extent {
   std::int64_t modified = 0;
 };
 
-Extent extent_of(int fd) {
-  struct stat status {};
-  if (::fstat(fd, &status) != 0) return {};
+Extent extent_of(const struct stat& status) {
   return {static_cast<std::uint64_t>(status.st_size),
           static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 +
               static_cast<std::int64_t>(status.st_mtim.tv_nsec)};
+}
+
+Extent extent_of(int fd) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) return {};
+  return extent_of(status);
 }
 
 std::uint64_t size_of(int fd) {
@@ -341,10 +345,12 @@ void FileTailer::track(const std::string& path, Clock::time_point now, std::vect
       file->state = file->assembler ? File::State::live : File::State::waiting;
       file->reopen = false;
     }
-    // Closed while idle (or detached): opened again once it has something to read; a compressed
+    // Closed while idle (or detached): opened again once it has something to read, or changed at
+    // the size it had (truncated and written again: the read finds out which); a compressed
     // file, read once, never is.
+    const Extent extent = extent_of(status);
     if (file->fd < 0 && !file->complete &&
-        static_cast<std::uint64_t>(status.st_size) != file->size_seen &&
+        (extent.size != file->size_seen || extent.modified != file->modified_seen) &&
         open_files_ < options_.max_open_files) {
       (void)file->open_path(path);
     }

@@ -488,6 +488,28 @@ TEST_F(FileTailerTest, AWriteToAnotherFileAtAnIdleFilesPathIsLeftToALook) {
   EXPECT_TRUE(out.each_once("new-", 0, 5));
 }
 
+// Closed as idle, then truncated and written again to exactly the size it had, with no watcher
+// to say so: a look tells by its change time that it changed, opens it again, and the new lines
+// are read from the start.
+TEST_F(FileTailerTest, AFileClosedAsIdleAndRewrittenToTheSameSizeIsReadAgain) {
+  append("app.log", header);
+  append_lines("app.log", "old-", 0, 10);
+  TailOptions tail = options();
+  tail.close_idle = 1s;
+  FileTailer tailer(tail, Input{"files"}, {});
+  Collected out;
+  Clock::time_point now = settle(tailer, out, Clock::now());
+  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  ASSERT_TRUE(tailer.closed_idle());
+  std::this_thread::sleep_for(20ms);  // a change time the file system tells apart
+  { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
+  append_lines("app.log", "new-", 0, 10);
+  now = settle(tailer, out, now + 2s);  // the next look
+  (void)settle(tailer, out, now + 2s);
+  expect_each_once(out, {{"old-", 10}, {"new-", 10}});
+  EXPECT_EQ(tailer.stats().truncations.load(), 1U);
+}
+
 // Closed as idle and renamed away while another file holds the last descriptor max_open_files
 // allows: it waits, remembered, until a descriptor is free, and is then read to its end.
 TEST_F(FileTailerTest, AnIdleFileRenamedAwayAtTheDescriptorCapIsReadOnceOneIsFree) {
