@@ -1,7 +1,8 @@
-// OutputFile: appending, flushing, fsyncing and rotating one output.
+// OutputFile: appending, flushing, fsyncing and rotating one output, and holding what a failure
+// left until it is written.
 #include "output_file.hpp"
 
-#include <stdio_ext.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,10 +20,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A flush is due once this much waits, whatever the policy: it bounds what a failure holds.
+constexpr std::size_t hold_at_most = std::size_t{16} << 20;
+// Less than this waiting is kept until the flush: a deferred flush saves system calls.
+constexpr std::size_t send_at = std::size_t{64} << 10;
+
 // fsync, where the file can be synced: a pipe, a socket or a terminal cannot (EINVAL), and has
 // nothing to sync.
-bool sync_file(std::FILE* file) {
-  return ::fsync(::fileno(file)) == 0 || errno == EINVAL;
+bool sync_descriptor(int fd) {
+  return ::fsync(fd) == 0 || errno == EINVAL;
 }
 
 // records.jsonl started at T -> records-20261126T125500.jsonl
@@ -58,7 +64,8 @@ OutputFile::~OutputFile() {
 
 bool OutputFile::open() {
   if (path_ == "-") {
-    file_ = stdout;
+    fd_ = STDOUT_FILENO;
+    standard_output_ = true;
     return true;
   }
   const fs::path path(path_);
@@ -66,10 +73,12 @@ bool OutputFile::open() {
     std::error_code ignored;
     fs::create_directories(path.parent_path(), ignored);
   }
-  file_ = std::fopen(path_.c_str(), "ab");
-  if (file_ == nullptr) return false;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (fd_ < 0) return false;
   struct stat status {};
-  size_ = ::fstat(::fileno(file_), &status) == 0 ? static_cast<std::uint64_t>(status.st_size) : 0;
+  const bool known = ::fstat(fd_, &status) == 0;
+  size_ = known ? static_cast<std::uint64_t>(status.st_size) : 0;
+  regular_ = known && S_ISREG(status.st_mode);
   flushed_size_ = size_;
   opened_at_ = Clock::now();
   flushed_at_ = opened_at_;
@@ -77,59 +86,132 @@ bool OutputFile::open() {
   return true;
 }
 
+bool OutputFile::close_descriptor() {
+  const bool closed = standard_output_ || ::close(fd_) == 0;
+  fd_ = -1;
+  return closed;
+}
+
+std::size_t OutputFile::send(std::string_view bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t wrote = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (wrote > 0) {
+      done += static_cast<std::size_t>(wrote);
+    } else if (wrote == 0) {
+      errno = EIO;
+      break;
+    } else if (errno != EINTR) {
+      break;
+    }
+  }
+  size_ += done;
+  return done;
+}
+
 OutputResult OutputFile::flush() {
-  if (file_ == nullptr) return {};
-  const bool flushed = std::fflush(file_) == 0;
-  if (!flushed || (policy_.fsync && file_ != stdout && !sync_file(file_))) return discard();
+  if (fd_ < 0 || failed_) return {};
+  if (sent_ < pending_.size()) {
+    sent_ += send(std::string_view(pending_).substr(sent_));
+    if (sent_ != pending_.size()) return hold(errno);
+  }
+  if (policy_.fsync && !standard_output_ && !sync_descriptor(fd_)) return hold(errno);
   OutputResult result{.written = unflushed_};
   unflushed_ = 0;
+  pending_.clear();
+  sent_ = 0;
   flushed_size_ = size_;
   flushed_at_ = Clock::now();
   return result;
 }
 
-OutputResult OutputFile::discard() {
-  OutputResult result{.lost = unflushed_, .failed = true};
-  ::__fpurge(file_);
-  std::clearerr(file_);
-  if (file_ != stdout) {
-    // Whatever reached the file since the last good flush, a record cut short among it.
-    (void)::ftruncate(::fileno(file_), static_cast<off_t>(flushed_size_));
+OutputResult OutputFile::hold(int error) {
+  failed_ = true;
+  error_ = error;
+  if (fd_ >= 0 && regular_) {
+    // Taken out, so that no half record stays, and written again whole: after a failed fsync
+    // the kernel may have dropped what it had taken. If it cannot be taken out, the retry goes
+    // on from where the write stopped instead.
+    if (::ftruncate(fd_, static_cast<off_t>(flushed_size_)) == 0) {
+      size_ = flushed_size_;
+      sent_ = 0;
+    }
+  } else {
+    pending_.erase(0, sent_);  // a pipe: what it took is gone
+    sent_ = 0;
+    if (error == EPIPE) return give_up();  // nobody reads it any more
   }
-  size_ = flushed_size_;
-  unflushed_ = 0;
-  flushed_at_ = Clock::now();
-  return result;
+  return {.failed = true};
 }
 
 OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
   if (!enabled()) return {.written = records};
   if (text.empty()) return {};
-  // An open that failed before: try again.
-  if (file_ == nullptr && !open()) return {.lost = records, .failed = true};
-  const bool whole = std::fwrite(text.data(), 1, text.size(), file_) == text.size();
-  size_ += text.size();
   unflushed_ += records;
-  if (!whole) return discard();
-  const bool by_records = policy_.flush_records != 0 && unflushed_ >= policy_.flush_records;
-  const bool by_time =
-      policy_.flush_interval.count() != 0 && Clock::now() - flushed_at_ >= policy_.flush_interval;
+  if (failed_) {  // joins what waits for retry()
+    pending_.append(text);
+    return {};
+  }
   const bool each_write = policy_.flush_records == 0 && policy_.flush_interval.count() == 0;
   OutputResult result;
-  if (each_write || by_records || by_time) result = flush();
-  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  if (each_write && pending_.empty()) {
+    // The usual case: written and flushed at once, and copied only when that fails.
+    const std::size_t sent = send(text);
+    if (sent != text.size() || (policy_.fsync && !standard_output_ && !sync_descriptor(fd_))) {
+      const int error = errno;
+      pending_.assign(text);
+      sent_ = sent;
+      return hold(error);
+    }
+    result.written = unflushed_;
+    unflushed_ = 0;
+    flushed_size_ = size_;
+    flushed_at_ = Clock::now();
+  } else {
+    pending_.append(text);
+    if (pending_.size() - sent_ >= send_at) {
+      sent_ += send(std::string_view(pending_).substr(sent_));
+      if (sent_ != pending_.size()) return hold(errno);
+    }
+    const bool by_records = policy_.flush_records != 0 && unflushed_ >= policy_.flush_records;
+    const bool by_time =
+        policy_.flush_interval.count() != 0 && Clock::now() - flushed_at_ >= policy_.flush_interval;
+    if (each_write || by_records || by_time || pending_.size() >= hold_at_most) result = flush();
+  }
+  if (!failed_ && policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  return result;
+}
+
+OutputResult OutputFile::retry() {
+  if (!failed_) return {};
+  if (fd_ < 0 && !open()) {
+    error_ = errno;
+    return {.failed = true};
+  }
+  failed_ = false;
+  OutputResult result = flush();
+  if (!failed_ && policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  return result;
+}
+
+OutputResult OutputFile::give_up() {
+  OutputResult result{.lost = unflushed_, .failed = true};
+  unflushed_ = 0;
+  pending_.clear();
+  sent_ = 0;
+  failed_ = fd_ < 0;  // without a file, the next write tries to open one
   return result;
 }
 
 OutputResult OutputFile::tick() {
-  if (file_ == nullptr) return {};
+  if (fd_ < 0 || failed_) return {};
   OutputResult result;
   const Clock::time_point now = Clock::now();
   if (policy_.flush_interval.count() != 0 && unflushed_ != 0 &&
       now - flushed_at_ >= policy_.flush_interval) {
     result = flush();
   }
-  if (policy_.rotate_interval.count() != 0 && size_ != 0 &&
+  if (!failed_ && policy_.rotate_interval.count() != 0 && size_ != 0 &&
       now - opened_at_ >= policy_.rotate_interval) {
     result += rotate();
   }
@@ -137,10 +219,10 @@ OutputResult OutputFile::tick() {
 }
 
 OutputResult OutputFile::rotate() {
-  if (file_ == nullptr || file_ == stdout || size_ == 0) return {};
+  if (fd_ < 0 || standard_output_ || size_ == 0) return {};
   OutputResult result = flush();
-  if (std::fclose(file_) != 0) result.failed = true;
-  file_ = nullptr;
+  if (failed_) return result;
+  if (!close_descriptor()) result.failed = true;
   const fs::path path(path_);
   for (int attempt = 0; attempt < 100; ++attempt) {
     const fs::path target = rotated_name(path, started_, attempt);
@@ -152,10 +234,9 @@ OutputResult OutputFile::rotate() {
   }
   ++rotations_;
   prune();
-  if (!open()) result.failed = true;
+  if (!open()) result += hold(errno);  // opened again by retry()
   return result;
 }
-
 void OutputFile::prune() const {
   const fs::path path(path_);
   const fs::path directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -178,22 +259,21 @@ void OutputFile::prune() const {
 }
 
 OutputResult OutputFile::reopen() {
-  if (file_ == nullptr || file_ == stdout) return {};
-  OutputResult result = flush();
-  if (std::fclose(file_) != 0) result.failed = true;
-  file_ = nullptr;
-  if (!open()) result.failed = true;
+  if (fd_ < 0 || standard_output_) return {};  // without a file, retry() opens the path anyway
+  OutputResult result = flush();  // nothing, while holding: what is held goes to the new file
+  if (!close_descriptor()) result.failed = true;
+  if (!open()) result += hold(errno);
   return result;
 }
 
 OutputResult OutputFile::close() {
-  if (file_ == nullptr) return {};
-  OutputResult result = flush();
-  if (file_ != stdout) {
-    if (!sync_file(file_)) result.failed = true;
-    if (std::fclose(file_) != 0) result.failed = true;
-  }
-  file_ = nullptr;
+  if (!enabled()) return {};
+  OutputResult result = failed_ ? retry() : flush();
+  if (failed_) result += give_up();
+  if (fd_ < 0) return result;
+  if (!standard_output_ && !sync_descriptor(fd_)) result.failed = true;
+  if (!close_descriptor()) result.failed = true;
+  failed_ = false;
   return result;
 }
 

@@ -3,29 +3,30 @@
 // configuration's `outputs` section.
 //
 //   OutputFile records("out/records.jsonl", {.rotate_bytes = 100 << 20, .keep = 10});
-//   records.write(batch_text, batch_records);   // false: the write failed
+//   records.write(batch_text, batch_records);   // failed: held, to be written by retry()
 //
 // - Flush: after each write unless `flush_records` or `flush_interval` is set; then once that
 //   many records were written since the last flush, or that long has passed (checked at each
-//   write and at each `tick`). `fsync` fsyncs at each flush (where the file can be synced).
+//   write and at each `tick`), or 16 MiB wait. `fsync` fsyncs at each flush (where it can).
 // - Rotation: once the file holds `rotate_bytes`, or has been open for `rotate_interval`, it is
 //   renamed `STEM-%Y%m%dT%H%M%S.EXT` after the time (UTC) it was started, a new one is started,
 //   and rotated files beyond the `keep` newest are deleted. An empty file is not rotated.
 // - `reopen` closes the file and opens its path again (logrotate's create mode).
-// - Each call says what became of the records (OutputResult): written once a flush (and fsync)
-//   covering them succeeded; lost when a write, flush or fsync failed, in which case everything
-//   since the last good flush is taken out again (the stream's buffer dropped, a regular file
-//   truncated back to its size then), so that no half record stays and the next record starts a
-//   line. A pipe or stdout cannot be truncated: a record cut short there stays cut.
+// - Records count as written once a flush (and fsync) covering them succeeded. A write, flush or
+//   fsync that fails loses nothing: the output holds every byte since its last good flush
+//   (`holding`), takes what reached a regular file since then out again (so that no half record
+//   stays), and writes it all again at `retry`, to a file opened again if it had none. Only
+//   `give_up` (or `close` after a failure), or a pipe whose reader is gone (EPIPE), loses
+//   records, and says how many.
 //
 // Contract: not thread-safe; the caller serialises (ServeOutputs holds a mutex). An open that
-// fails leaves no file, and each write tries again; the constructor throws std::runtime_error
-// naming the path when the first open fails.
+// fails leaves no file, and the next write or retry tries again; the constructor throws
+// std::runtime_error naming the path when the first open fails. The process must ignore SIGXFSZ
+// and SIGPIPE, so that a write over a file size limit or to a closed pipe fails instead.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -60,14 +61,24 @@ class OutputFile {
   // Whether there is somewhere to write (not "none").
   [[nodiscard]] bool enabled() const noexcept { return !path_.empty(); }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
-
-  // Appends `text`, which holds `records` records (to "none": written at once).
+  // Appends `text`, which holds `records` records (to "none": written at once). While holding,
+  // it is added to what is held, and retried with it.
   OutputResult write(std::string_view text, std::uint64_t records);
   // The flush and rotation that time makes due.
   OutputResult tick();
   OutputResult reopen();
-  // Flushes, fsyncs and closes (stdout is flushed, not closed).
+  // Flushes, fsyncs and closes (stdout is flushed, not closed); what cannot be written is lost.
   OutputResult close();
+
+  // Whether a failure left records that are not written yet, waiting for `retry`.
+  [[nodiscard]] bool holding() const noexcept { return failed_; }
+  [[nodiscard]] std::uint64_t held_records() const noexcept { return failed_ ? unflushed_ : 0; }
+  // What the last failure was (an errno value), for messages.
+  [[nodiscard]] int error() const noexcept { return error_; }
+  // Writes again everything held, opening the path first if it has no file.
+  OutputResult retry();
+  // Lets go of what is held: those records count as lost.
+  OutputResult give_up();
 
   [[nodiscard]] std::uint64_t rotations() const noexcept { return rotations_; }
   // Whether everything written so far was flushed (and fsynced, with that policy).
@@ -77,18 +88,32 @@ class OutputFile {
   using Clock = std::chrono::steady_clock;
 
   bool open();
+  bool close_descriptor();  // false if closing reported an error
+  // Hands `bytes` to the file; how many it took before an error (errno says which).
+  std::size_t send(std::string_view bytes);
+  // Sends what is held and fsyncs (with that policy); the records since the last flush are then
+  // written.
   OutputResult flush();
-  // After a failed write or flush: what was written since the last good flush is taken out.
-  OutputResult discard();
+  // After a failed write, flush or fsync: everything since the last good flush is held, and what
+  // of it reached a regular file is taken out again.
+  OutputResult hold(int error);
   OutputResult rotate();
   void prune() const;
 
   std::string path_;
   OutputPolicy policy_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
+  bool standard_output_ = false;
+  bool regular_ = false;            // can be truncated and fsynced
   std::uint64_t size_ = 0;          // bytes in the file now
   std::uint64_t flushed_size_ = 0;  // bytes in it at the last good flush (or at its opening)
   std::uint64_t unflushed_ = 0;     // records written since the last flush
+  // The bytes since the last good flush (empty when each write flushed at once); the first
+  // `sent_` reached the file.
+  std::string pending_;
+  std::size_t sent_ = 0;
+  bool failed_ = false;  // holding, after a failure
+  int error_ = 0;
   Clock::time_point flushed_at_{};  // the last flush
   Clock::time_point opened_at_{};   // when this file was started (for rotation by time)
   std::chrono::system_clock::time_point started_{};  // the same, for the rotated file's name

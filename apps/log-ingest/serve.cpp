@@ -247,6 +247,10 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
       LimitsConfig{.max_frame_bytes = LimitsConfig::largest_frame}.max_parsed_line();
   parse->syslog_year = stages::current_utc_year();
 
+  // A write over a file size limit, or to a pipe nobody reads, fails (EFBIG, EPIPE) instead of
+  // ending the process: the outputs hold what they could not write, or count it lost.
+  (void)std::signal(SIGXFSZ, SIG_IGN);
+  (void)std::signal(SIGPIPE, SIG_IGN);
   std::shared_ptr<ServeOutputs> outputs;
   try {
     outputs = std::make_shared<ServeOutputs>(config.records, config.dead_letters, config.output);

@@ -106,7 +106,8 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   total("log_ingest_dead_letters_written_total",
         "Messages written to the dead-letter output (flushed).", accounting.rejected);
   total("log_ingest_lost_on_output_total",
-        "Records and dead letters a failed write or flush took out of an output.",
+        "Records and dead letters an output could not write: held at the close, or written to "
+        "a pipe nobody reads.",
         accounting.lost_on_output);
   auto errors = prometheus::family("log_ingest_output_errors_total",
                                    "Writes to an output that failed.", MetricType::Counter);
@@ -117,6 +118,18 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
       errors, {{"output", "dead_letters"}},
       static_cast<double>(accounting.dead_letter_errors.load(std::memory_order_relaxed)));
   families.push_back(std::move(errors));
+  auto held = prometheus::family(
+      "log_ingest_output_held_records",
+      "Records (or dead letters) an output holds after a failed write, written again until it "
+      "takes them; the writer takes nothing more meanwhile.",
+      MetricType::Gauge);
+  prometheus::add_gauge(
+      held, {{"output", "records"}},
+      static_cast<double>(accounting.records_held.load(std::memory_order_relaxed)));
+  prometheus::add_gauge(
+      held, {{"output", "dead_letters"}},
+      static_cast<double>(accounting.dead_letters_held.load(std::memory_order_relaxed)));
+  families.push_back(std::move(held));
   auto queued =
       prometheus::family("log_ingest_queue_chunks",
                          "Chunks waiting between the inputs and the parsers.", MetricType::Gauge);

@@ -8,6 +8,7 @@
 //   log_ingest_framing_errors_total{input}, log_ingest_idle_disconnects_total{input},
 //   log_ingest_written_total, log_ingest_dead_letters_written_total,
 //   log_ingest_lost_on_output_total, log_ingest_output_errors_total{output},
+//   log_ingest_output_held_records{output},
 //   log_ingest_queue_chunks
 #pragma once
 

@@ -1,19 +1,42 @@
-// ServeOutputs: records and dead letters to their outputs, with the service's accounting.
+// ServeOutputs: records and dead letters to their outputs, with the service's accounting, and the
+// retries of what a failure left.
 #include "serve_writer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <system_error>
+#include <thread>
 
 namespace conveyor::log_ingest {
 
 namespace {
 
+using namespace std::chrono_literals;
+
+constexpr std::chrono::milliseconds first_wait = 50ms;  // before the first retry
+constexpr std::chrono::milliseconds longest_wait = 1s;  // between retries, at most
+
 void add(std::atomic<std::uint64_t>& counter, std::uint64_t count) {
   counter.fetch_add(count, std::memory_order_relaxed);
 }
 
+void report_holding(const OutputFile& output, const char* what) {
+  if (!output.holding()) return;
+  std::fprintf(stderr,
+               "log-ingest: cannot write %s to '%s' (%s): holding %llu, to be written again "
+               "until it takes them\n",
+               what, output.path().c_str(), std::generic_category().message(output.error()).c_str(),
+               static_cast<unsigned long long>(output.held_records()));
+}
+
 }  // namespace
 
-void ServeOutputs::reopen_if_asked() {
-  if (!reopen_.exchange(false, std::memory_order_relaxed)) return;
+bool ServeOutputs::reopen_if_asked() {
+  if (!reopen_.exchange(false, std::memory_order_relaxed)) return false;
+  const bool was_holding = holding();
   account(records_.reopen(), dead_letters_.reopen());
+  if (!was_holding) note_holding(false);  // an open that failed holds, and is retried
+  return true;
 }
 
 void ServeOutputs::account(const OutputResult& records, const OutputResult& dead_letters) {
@@ -30,23 +53,66 @@ void ServeOutputs::account(const OutputResult& records, const OutputResult& dead
   if (records_.flushed() && dead_letters_.flushed()) unflushed_.clear();
 }
 
+void ServeOutputs::note_holding(bool was_holding) {
+  accounting.records_held.store(records_.held_records(), std::memory_order_relaxed);
+  accounting.dead_letters_held.store(dead_letters_.held_records(), std::memory_order_relaxed);
+  const bool now_holding = holding();
+  if (now_holding && !was_holding) {
+    attempts_ = 1;
+    backoff_ = first_wait;
+    report_holding(records_, "records");
+    report_holding(dead_letters_, "dead letters");
+  } else if (now_holding) {
+    ++attempts_;
+    backoff_ = std::min<Clock::duration>(2 * backoff_, longest_wait);
+  } else if (was_holding) {
+    std::fprintf(stderr, "log-ingest: the outputs took what they held, after %llu failed writes\n",
+                 static_cast<unsigned long long>(attempts_));
+    attempts_ = 0;
+  }
+  if (now_holding) retry_at_ = Clock::now() + backoff_;
+}
+
+void ServeOutputs::retry() {
+  account(records_.retry(), dead_letters_.retry());
+  note_holding(true);
+}
+
 void ServeOutputs::write(const stages::Batch& batch) {
   std::lock_guard lock(mutex_);
-  reopen_if_asked();
+  (void)reopen_if_asked();
+  const bool was_holding = holding();
   if (!batch.ack.empty()) unflushed_.push_back(batch.ack);  // settled by account()
   const OutputResult records = records_.write(batch.output, batch.counts.records);
   const OutputResult dead_letters = dead_letters_.write(batch.dead_letters, batch.counts.rejected);
   add(accounting.filtered, batch.counts.filtered);
   account(records, dead_letters);
+  if (!was_holding) note_holding(false);
+  // An output that holds what a failure left takes nothing more until it has written it: the
+  // writer waits here, and the pipeline behind it. A reopen asked for meanwhile (logrotate made a
+  // new file) is done at once, and what is held goes to the new file.
+  while (holding()) {
+    const Clock::duration wait = retry_at_ - Clock::now();
+    if (wait > Clock::duration::zero())
+      std::this_thread::sleep_for(std::min<Clock::duration>(wait, 20ms));
+    if (reopen_if_asked() || Clock::now() >= retry_at_) retry();
+  }
 }
 
 void ServeOutputs::tick() {
-  // The writer may be blocked in a write (a full disk, a stalled pipe): the caller's thread must
-  // not wait for it, and the writer does what is due itself.
+  // The writer may be blocked in a write (a full disk, a stalled pipe), or waiting to write again
+  // what an output holds: the caller's thread must not wait for it, and the writer does what is
+  // due itself.
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  reopen_if_asked();
-  account(records_.tick(), dead_letters_.tick());
+  if (reopen_if_asked() && holding()) {
+    retry();
+  } else if (holding()) {
+    if (Clock::now() >= retry_at_) retry();
+  } else {
+    account(records_.tick(), dead_letters_.tick());
+    note_holding(false);
+  }
 }
 
 void ServeOutputs::reopen() {
@@ -59,6 +125,8 @@ bool ServeOutputs::close() {
   const OutputResult records = records_.close();
   const OutputResult dead_letters = dead_letters_.close();
   account(records, dead_letters);
+  accounting.records_held.store(0, std::memory_order_relaxed);
+  accounting.dead_letters_held.store(0, std::memory_order_relaxed);
   const bool closed = !records.failed && !dead_letters.failed;
   for (AckToken& token : unflushed_) {
     if (!closed) token.fail();

@@ -1,15 +1,19 @@
 // ServeWriter: the last stage of `log-ingest serve`: writes each batch's records and dead letters
 // to their outputs (OutputFile: flushed, fsynced and rotated as configured), and keeps the
 // service's accounting. Records count as written once flushed. A write or flush that fails is
-// counted (`log_ingest_output_errors_total{output}`) and the service goes on; the records and
-// dead letters it took out of the file (all since that file's last good flush) count as lost on
-// output.
+// counted (`log_ingest_output_errors_total{output}`, once per attempt) and loses nothing: the
+// output holds what it could not write, and the writer writes it again, waiting 50 ms, then twice
+// as long each time up to 1 s, until the output takes it (a full disk that is freed, a directory
+// made again). Meanwhile the writer takes no batch, so the pipeline and the inputs wait behind it,
+// as they do for a slow disk. Only a pipe whose reader is gone, or the close at the end, loses
+// records, counted as lost on output.
 //
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
 // Batches' ack tokens (a tailed file's checkpoint waits for them) are settled once their lines are
 // flushed: at once when each write flushes, otherwise kept until the flush that covers them; a
-// batch whose write failed has its token failed, so that its lines are read again after a restart.
+// batch whose lines are lost has its token failed, so that its lines are read again after a
+// restart.
 //
 // Contract: one worker (serial). `Accounting` counters are relaxed atomics, read from any thread;
 // once the pipeline has ended they are exact. ServeOutputs' members may be called from any thread
@@ -18,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -37,6 +42,8 @@ struct Accounting {
   std::atomic<std::uint64_t> lost_on_output{0};  // records and dead letters a failure took out
   std::atomic<std::uint64_t> record_errors{0};   // failed writes of the records file
   std::atomic<std::uint64_t> dead_letter_errors{0};
+  std::atomic<std::uint64_t> records_held{0};  // records a failure left, waiting to be written
+  std::atomic<std::uint64_t> dead_letters_held{0};
 };
 
 class ServeOutputs {
@@ -49,6 +56,7 @@ class ServeOutputs {
   [[nodiscard]] bool writes_records() const noexcept { return records_.enabled(); }
   [[nodiscard]] bool writes_dead_letters() const noexcept { return dead_letters_.enabled(); }
 
+  // Writes a batch. While an output holds what a failure left, returns only once it took it.
   void write(const stages::Batch& batch);
   // Flushes and rotates what time has made due (the service's timer); never waits for a write in
   // progress, which does what is due itself.
@@ -56,13 +64,25 @@ class ServeOutputs {
   // Closes both files and opens their paths again (SIGHUP), now or, if a write is in progress,
   // before the next: a file logrotate moved away is left, and a new one is made. Never waits.
   void reopen();
-  // Flushes, fsyncs and closes both (stdout is flushed, not closed); false if one failed.
+  // Flushes, fsyncs and closes both (stdout is flushed, not closed), with one last try of what
+  // they hold; false if one failed (what it held is then lost on output).
   bool close();
 
   Accounting accounting;
 
  private:
-  void reopen_if_asked();
+  using Clock = std::chrono::steady_clock;
+
+  // Does the reopen asked for, if one was; whether it did.
+  bool reopen_if_asked();
+  [[nodiscard]] bool holding() const noexcept {
+    return records_.holding() || dead_letters_.holding();
+  }
+  // Writes again what the outputs hold.
+  void retry();
+  // After an attempt: the held gauges, the wait before the next retry, and a line on stderr when
+  // the outputs start holding records and when they have written them.
+  void note_holding(bool was_holding);
   // Counts what the two files did, and settles the tokens: failed, when some lines were lost;
   // done, once both files are flushed.
   void account(const OutputResult& records, const OutputResult& dead_letters);
@@ -70,6 +90,9 @@ class ServeOutputs {
   std::mutex mutex_;                 // guards the files and the tokens
   std::vector<AckToken> unflushed_;  // of batches written, not flushed yet
   std::atomic<bool> reopen_{false};  // asked for, not done yet
+  Clock::duration backoff_{};        // the wait before the next retry
+  Clock::time_point retry_at_{};
+  std::uint64_t attempts_ = 0;  // failed writes since the outputs last took everything
   OutputFile records_;
   OutputFile dead_letters_;
 };

@@ -1,8 +1,12 @@
 // serve's OutputFile: flush policies, rotation by size and by time, keeping N rotated files,
-// reopening, a path that cannot be written, and writes and flushes that fail part-way.
+// reopening, a path that cannot be written, and writes and flushes that fail part-way and are
+// held until a retry writes them.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <array>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -13,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "file_size_limit.hpp"
 #include "output_file.hpp"
 #include "scratch_dir.hpp"
 
@@ -21,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using conveyor::log_ingest::OutputFile;
 using conveyor::log_ingest::OutputResult;
+using conveyor::testing::FileSizeLimit;
 using namespace std::chrono_literals;
 
 class OutputFileTest : public ::testing::Test {
@@ -55,7 +61,7 @@ TEST_F(OutputFileTest, FlushesEveryNRecords) {
   OutputFile file(path(), {.flush_records = 3});
   ASSERT_TRUE(file.write("a\n", 1));
   ASSERT_TRUE(file.write("b\n", 1));
-  EXPECT_EQ(read(path()), "");  // still in the stream's buffer
+  EXPECT_EQ(read(path()), "");  // kept until the flush
   ASSERT_TRUE(file.write("c\n", 1));
   EXPECT_EQ(read(path()), "a\nb\nc\n");
 }
@@ -120,62 +126,99 @@ TEST_F(OutputFileTest, AppendsAndCountsWhatIsThere) {
   EXPECT_EQ(file.rotations(), 1U);
 }
 
-// While it lives, files may grow to `bytes` only: a write beyond fails (EFBIG), as one on a full
-// disk fails (ENOSPC), after what fits has been written.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) : ignored_(std::signal(SIGXFSZ, SIG_IGN)) {
-    ::getrlimit(RLIMIT_FSIZE, &before_);
-    const rlimit limit{bytes, before_.rlim_max};
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &before_);
-    std::signal(SIGXFSZ, ignored_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-
- private:
-  void (*ignored_)(int);
-  rlimit before_{};
-};
-
-// A write cut short leaves no half record: what reached the file is taken out, its records count
-// as lost, and the next record starts a line of its own.
-TEST_F(OutputFileTest, AWriteCutShortIsTakenOutAndItsRecordsCountAsLost) {
+// A write cut short loses nothing and leaves no half record: what reached the file is taken out,
+// the records are held, and a retry once there is room writes them whole.
+TEST_F(OutputFileTest, AWriteCutShortIsHeldAndWrittenWholeOnceThereIsRoom) {
   OutputFile file(path(), {});
   const std::string a = std::string(99, 'a') + "\n";
+  const std::string b = std::string(299, 'b') + "\n";
   ASSERT_EQ(file.write(a, 1).written, 1U);
   {
     FileSizeLimit limit(250);
-    const OutputResult cut = file.write(std::string(299, 'b') + "\n", 3);  // 150 bytes fit
+    const OutputResult cut = file.write(b, 3);  // 150 bytes fit
     EXPECT_TRUE(cut.failed);
-    EXPECT_EQ(cut.lost, 3U);
+    EXPECT_EQ(cut.lost, 0U);
     EXPECT_EQ(cut.written, 0U);
+    EXPECT_TRUE(file.holding());
+    EXPECT_EQ(file.held_records(), 3U);
+    EXPECT_EQ(file.error(), EFBIG);
+    EXPECT_EQ(read(path()), a);
+    EXPECT_TRUE(file.retry().failed);  // still no room
+    EXPECT_EQ(read(path()), a);
   }
-  EXPECT_EQ(read(path()), a);
-  const OutputResult next = file.write("c\n", 1);
-  EXPECT_EQ(next.written, 1U);
-  EXPECT_EQ(read(path()), a + "c\n");
+  const OutputResult retried = file.retry();
+  EXPECT_FALSE(retried.failed);
+  EXPECT_EQ(retried.written, 3U);
+  EXPECT_FALSE(file.holding());
+  EXPECT_EQ(file.write("c\n", 1).written, 1U);
+  EXPECT_EQ(read(path()), a + b + "c\n");
 }
 
-// Records held in the stream's buffer count as written only once a flush covers them: a flush that
-// fails loses them with the rest, and they are not in the file.
-TEST_F(OutputFileTest, RecordsBufferedBeforeAFailedFlushAreLostNotWritten) {
+// Records kept for a deferred flush count as written only once a flush covers them: a flush that
+// fails holds them all, and they are written, in order, by the retry.
+TEST_F(OutputFileTest, RecordsBufferedBeforeAFailedFlushAreHeldNotLost) {
   OutputFile file(path(), {.flush_records = 10});
-  EXPECT_EQ(file.write(std::string(99, 'a') + "\n", 5).written, 0U);  // buffered
+  const std::string a = std::string(99, 'a') + "\n";
+  const std::string b = std::string(99, 'b') + "\n";
+  EXPECT_EQ(file.write(a, 5).written, 0U);  // kept until the flush
   {
     FileSizeLimit limit(150);
-    const OutputResult failed = file.write(std::string(99, 'b') + "\n", 5);  // the flush is due
+    const OutputResult failed = file.write(b, 5);  // the flush is due
     EXPECT_TRUE(failed.failed);
-    EXPECT_EQ(failed.lost, 10U);
-    EXPECT_EQ(failed.written, 0U);
+    EXPECT_EQ(failed.lost, 0U);
+    EXPECT_EQ(file.held_records(), 10U);
+    EXPECT_EQ(read(path()), "");
+    // Written while it holds: joins what is held, behind it.
+    EXPECT_FALSE(file.write("c\n", 1).failed);
+    EXPECT_EQ(file.held_records(), 11U);
   }
+  EXPECT_EQ(file.retry().written, 11U);
   EXPECT_TRUE(file.flushed());
+  EXPECT_EQ(read(path()), a + b + "c\n");
+}
+
+// Closed while it holds records it still cannot write: they are lost, and counted.
+TEST_F(OutputFileTest, WhatIsStillHeldAtCloseIsLostAndCounted) {
+  OutputFile file(path(), {});
+  FileSizeLimit limit(50);
+  EXPECT_TRUE(file.write(std::string(99, 'a') + "\n", 2).failed);
+  const OutputResult closed = file.close();
+  EXPECT_TRUE(closed.failed);
+  EXPECT_EQ(closed.lost, 2U);
   EXPECT_EQ(read(path()), "");
-  EXPECT_EQ(file.write("c\n", 10).written, 10U);
-  EXPECT_EQ(read(path()), "c\n");
+}
+
+// A pipe whose reader is gone takes nothing ever again: its records are lost at once, not held.
+TEST_F(OutputFileTest, APipeWithNoReaderLosesItsRecordsAtOnce) {
+  std::array<int, 2> ends{};
+  ASSERT_EQ(::pipe(ends.data()), 0);
+  ::close(ends[0]);
+  const auto ignored = std::signal(SIGPIPE, SIG_IGN);
+  {
+    OutputFile file("/dev/fd/" + std::to_string(ends[1]), {});
+    const OutputResult lost = file.write("a\n", 4);
+    EXPECT_TRUE(lost.failed);
+    EXPECT_EQ(lost.lost, 4U);
+    EXPECT_FALSE(file.holding());
+  }
+  std::signal(SIGPIPE, ignored);
+  ::close(ends[1]);
+}
+
+// A reopen while it holds (logrotate moved the file and made a new one): what is held goes to the
+// new file, whole.
+TEST_F(OutputFileTest, WhatIsHeldGoesToTheFileOpenedAgain) {
+  OutputFile file(path(), {});
+  ASSERT_TRUE(file.write("a\n", 1));
+  {
+    FileSizeLimit limit(50);
+    EXPECT_TRUE(file.write(std::string(99, 'b') + "\n", 1).failed);
+  }
+  fs::rename(path(), dir_ / "records.jsonl.1");
+  EXPECT_FALSE(file.reopen().failed);
+  EXPECT_EQ(file.retry().written, 1U);
+  EXPECT_EQ(read(dir_ / "records.jsonl.1"), "a\n");
+  EXPECT_EQ(read(path()), std::string(99, 'b') + "\n");
 }
 
 TEST_F(OutputFileTest, NoneAndAnUnwritablePath) {

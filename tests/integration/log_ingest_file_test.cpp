@@ -1,11 +1,13 @@
 // The file input of `log-ingest serve` as a process: killed at random moments while files are
 // written, rotated (rename and copytruncate) and deleted, it loses no line, and repeats none after
-// clean stops; a damaged checkpoint is set aside; two inputs keep two checkpoints.
+// clean stops; a damaged checkpoint is set aside; two inputs keep two checkpoints; an output that
+// fails for a while loses nothing.
 //
 // CONVEYOR_CHAOS_SECONDS sets how long each chaos run writes (20 s by default, in CI), at 20,000
 // lines a second (5,000 under sanitizers).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -402,6 +404,42 @@ TEST(LogIngestFile, AFailedCheckpointSaveIsTriedAgain) {
   for (std::string line; std::getline(records, line);)
     ++lines;
   EXPECT_EQ(lines, 100U);
+}
+
+// The records output fails (here the file size limit, set on the running service, as a full disk
+// would) while a file is read, and that file is deleted before the output has room again: nothing
+// can read its lines after a restart, so the service holds what it could not write, writes it again
+// until the output takes it, and loses no line.
+TEST(LogIngestFile, AFullOutputHoldsTheLinesOfAFileDeletedMeanwhile) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup("output-full", "  - {name: app, type: file, include: [\"LOGS/*.log\"]}\n");
+  auto child = setup.start(0);
+  const rlim_t unlimited = RLIM_INFINITY;
+  const rlimit full{20'000, unlimited};
+  ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &full, nullptr), 0);
+  {
+    std::ofstream out(setup.logs() / "a.log");
+    for (int i = 0; i < 2000; ++i)
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  for (int i = 0; i < 200 && setup.logs_of_run(0).find("cannot write records") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_NE(setup.logs_of_run(0).find("cannot write records"), std::string::npos)
+      << setup.logs_of_run(0);
+  fs::remove(setup.logs() / "a.log");
+  std::this_thread::sleep_for(300ms);  // the retries fail meanwhile
+  const rlimit room{unlimited, unlimited};
+  ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &room, nullptr), 0);
+  for (int i = 0; i < 200 && paths_written(setup.dir() / "records.jsonl").size() < 2000; ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(child->stop(SIGTERM, 60s), 0) << setup.logs_of_run(0);
+  const auto written = paths_written(setup.dir() / "records.jsonl");
+  EXPECT_EQ(written.size(), 2000U);
+  for (const auto& [path, count] : written)
+    EXPECT_EQ(count, 1) << path;
+  EXPECT_NE(setup.logs_of_run(0).find("lost_on_output=0 lost=0"), std::string::npos)
+      << setup.logs_of_run(0);
 }
 
 // Two inputs keep a checkpoint each, and neither removes the other's offsets.

@@ -1,0 +1,103 @@
+// serve's ServeOutputs: a write that fails holds the writer, retrying, until the output takes what
+// it held; nothing is lost, and the accounting, the gauges and the batches' tokens follow.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "conveyor/framework/ack.hpp"
+#include "conveyor/stages/batch.hpp"
+#include "file_size_limit.hpp"
+#include "scratch_dir.hpp"
+#include "serve_writer.hpp"
+#include "watchdog.hpp"
+
+namespace {
+
+using conveyor::AckLedger;
+using conveyor::log_ingest::ServeOutputs;
+using conveyor::stages::Batch;
+using conveyor::testing::FileSizeLimit;
+using namespace std::chrono_literals;
+
+Batch batch_of(std::string text, std::uint64_t records, AckLedger& ledger, std::uint64_t offset) {
+  Batch batch;
+  batch.output = std::move(text);
+  batch.counts.records = records;
+  batch.ack = ledger.issue(offset);
+  return batch;
+}
+
+// Polls `done` every millisecond for up to `limit`.
+template <typename Done>
+bool within(std::chrono::milliseconds limit, Done done) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(ServeOutputsTest, AWriterWaitsOutAFullDiskAndLosesNothing) {
+  const conveyor::testing::Watchdog watchdog(30s);
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  const std::filesystem::path records = dir / "records.jsonl";
+  ServeOutputs outputs(records.string(), "none", {});
+  AckLedger ledger;
+  const std::string a = "a\n";
+  const std::string b = std::string(199, 'b') + "\n";
+  {
+    const Batch first = batch_of(a, 1, ledger, 10);
+    outputs.write(first);
+  }
+  std::optional<FileSizeLimit> full(std::in_place, 100);  // as a full disk
+  Batch second = batch_of(b, 2, ledger, 20);
+  std::atomic<bool> returned{false};
+  std::thread writer([&] {
+    outputs.write(second);
+    returned.store(true, std::memory_order_release);
+  });
+  // It failed, and failed again at its retries: the writer waits, holding the batch's records.
+  ASSERT_TRUE(within(
+      10s, [&] { return outputs.accounting.record_errors.load(std::memory_order_relaxed) >= 3; }));
+  EXPECT_FALSE(returned.load(std::memory_order_acquire));
+  EXPECT_EQ(outputs.accounting.records_held.load(std::memory_order_relaxed), 2U);
+  EXPECT_EQ(ledger.acknowledged(), std::optional<std::uint64_t>(10));
+  full.reset();  // room again
+  writer.join();
+  second.ack = {};
+  EXPECT_EQ(outputs.accounting.written.load(std::memory_order_relaxed), 3U);
+  EXPECT_EQ(outputs.accounting.lost_on_output.load(std::memory_order_relaxed), 0U);
+  EXPECT_EQ(outputs.accounting.records_held.load(std::memory_order_relaxed), 0U);
+  EXPECT_EQ(ledger.acknowledged(), std::optional<std::uint64_t>(20));
+  EXPECT_FALSE(ledger.failed());
+  std::ifstream in(records, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), a + b);
+  EXPECT_TRUE(outputs.close());
+}
+
+// Still held when the service closes its outputs (the drain ends, a second signal): lost on output,
+// counted, and the tokens failed, so that a tailed file reads those lines again after a restart.
+TEST(ServeOutputsTest, WhatIsStillHeldAtCloseIsCountedLostAndItsTokensFail) {
+  const conveyor::testing::Watchdog watchdog(30s);
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  ServeOutputs outputs((dir / "records.jsonl").string(), "none", {.flush_records = 10});
+  AckLedger ledger;
+  {
+    const Batch kept = batch_of("a\n", 1, ledger, 10);  // kept for the deferred flush
+    outputs.write(kept);
+  }
+  const FileSizeLimit full(1);
+  EXPECT_FALSE(outputs.close());
+  EXPECT_EQ(outputs.accounting.lost_on_output.load(std::memory_order_relaxed), 1U);
+  EXPECT_TRUE(ledger.failed());
+}
+
+}  // namespace
