@@ -83,6 +83,34 @@ TEST(ServeOutputsTest, AWriterWaitsOutAFullDiskAndLosesNothing) {
   EXPECT_TRUE(outputs.close());
 }
 
+// A flush that time made due fails on the service's timer, with no batch coming: the timer's
+// ticks write the records again once the wait is over, and never block meanwhile.
+TEST(ServeOutputsTest, TheTimerWritesAgainWhatAFailedTimedFlushHeld) {
+  const conveyor::testing::Watchdog watchdog(30s);
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  ServeOutputs outputs((dir / "records.jsonl").string(), "none", {.flush_interval = 20ms});
+  AckLedger ledger;
+  {
+    const Batch kept = batch_of(std::string(199, 'a') + "\n", 4, ledger, 10);
+    outputs.write(kept);  // kept for the flush by time
+  }
+  {
+    const FileSizeLimit full(100);
+    ASSERT_TRUE(within(10s, [&] {
+      outputs.tick();
+      return outputs.accounting.records_held.load(std::memory_order_relaxed) == 4;
+    }));
+    EXPECT_EQ(outputs.accounting.written.load(std::memory_order_relaxed), 0U);
+  }
+  ASSERT_TRUE(within(10s, [&] {
+    outputs.tick();
+    return outputs.accounting.written.load(std::memory_order_relaxed) == 4;
+  }));
+  EXPECT_EQ(outputs.accounting.records_held.load(std::memory_order_relaxed), 0U);
+  EXPECT_EQ(ledger.acknowledged(), std::optional<std::uint64_t>(10));
+  EXPECT_TRUE(outputs.close());
+}
+
 // Still held when the service closes its outputs (the drain ends, a second signal): lost on output,
 // counted, and the tokens failed, so that a tailed file reads those lines again after a restart.
 TEST(ServeOutputsTest, WhatIsStillHeldAtCloseIsCountedLostAndItsTokensFail) {
