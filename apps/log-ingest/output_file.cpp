@@ -3,6 +3,8 @@
 #include "output_file.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,6 +65,7 @@ OutputFile::~OutputFile() {
 }
 
 bool OutputFile::open() {
+  sent_ = 0;  // a new descriptor: what is held is written to it whole
   if (path_ == "-") {
     fd_ = STDOUT_FILENO;
     standard_output_ = true;
@@ -79,7 +82,6 @@ bool OutputFile::open() {
   const bool known = ::fstat(fd_, &status) == 0;
   size_ = known ? static_cast<std::uint64_t>(status.st_size) : 0;
   regular_ = known && S_ISREG(status.st_mode);
-  flushed_size_ = size_;
   opened_at_ = Clock::now();
   flushed_at_ = opened_at_;
   started_ = std::chrono::system_clock::now();
@@ -92,10 +94,23 @@ bool OutputFile::close_descriptor() {
   return closed;
 }
 
-std::size_t OutputFile::send(std::string_view bytes) {
+std::size_t OutputFile::send(std::string_view bytes, Wait wait) {
+  // A pipe, a socket or a terminal may take nothing for as long as its reader stalls: the
+  // timer's thread gives it only what it has room for, PIPE_BUF bytes at a time (a write that
+  // size to a pipe with room does not block).
+  const bool careful = wait == Wait::never && !regular_;
   std::size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t wrote = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    std::size_t size = bytes.size() - done;
+    if (careful) {
+      pollfd ready{.fd = fd_, .events = POLLOUT, .revents = 0};
+      if (::poll(&ready, 1, 0) != 1 || (ready.revents & POLLOUT) == 0) {
+        errno = EAGAIN;
+        break;
+      }
+      size = std::min<std::size_t>(size, PIPE_BUF);
+    }
+    const ssize_t wrote = ::write(fd_, bytes.data() + done, size);
     if (wrote > 0) {
       done += static_cast<std::size_t>(wrote);
     } else if (wrote == 0) {
@@ -109,33 +124,49 @@ std::size_t OutputFile::send(std::string_view bytes) {
   return done;
 }
 
-OutputResult OutputFile::flush() {
-  if (fd_ < 0 || failed_) return {};
-  if (sent_ < pending_.size()) {
-    sent_ += send(std::string_view(pending_).substr(sent_));
-    if (sent_ != pending_.size()) return hold(errno);
-  }
-  if (policy_.fsync && !standard_output_ && !sync_descriptor(fd_)) return hold(errno);
-  OutputResult result{.written = unflushed_};
+void OutputFile::mark_flushed() noexcept {
   unflushed_ = 0;
   pending_.clear();
   sent_ = 0;
-  flushed_size_ = size_;
   flushed_at_ = Clock::now();
+}
+
+OutputResult OutputFile::flush(Wait wait, bool sync) {
+  if (fd_ < 0 || failed_) return {};
+  if (sent_ < pending_.size()) {
+    sent_ += send(std::string_view(pending_).substr(sent_), wait);
+    if (sent_ != pending_.size()) {
+      if (errno == EAGAIN && wait == Wait::never) return {};  // the rest later
+      return hold(errno, false);
+    }
+  }
+  if ((sync || policy_.fsync) && !standard_output_ && !sync_descriptor(fd_)) {
+    return hold(errno, true);
+  }
+  const OutputResult result{.written = unflushed_};
+  mark_flushed();
   return result;
 }
 
-OutputResult OutputFile::hold(int error) {
+OutputResult OutputFile::hold(int error, bool sync_failed) {
   failed_ = true;
   error_ = error;
   if (fd_ >= 0 && regular_) {
-    // Taken out, so that no half record stays, and written again whole: after a failed fsync
-    // the kernel may have dropped what it had taken. If it cannot be taken out, the retry goes
-    // on from where the write stopped instead.
-    if (::ftruncate(fd_, static_cast<off_t>(flushed_size_)) == 0) {
-      size_ = flushed_size_;
+    // What reached the file since the last good flush is its last `sent_` bytes: taken out from
+    // its real end (another program may have truncated it meanwhile), so that no half record
+    // stays, and written again whole.
+    struct stat status {};
+    const bool known = ::fstat(fd_, &status) == 0;
+    const auto end = known ? static_cast<std::uint64_t>(status.st_size) : 0;
+    if (known && end >= sent_ && ::ftruncate(fd_, static_cast<off_t>(end - sent_)) == 0) {
+      size_ = end - sent_;
+      sent_ = 0;
+    } else if (sync_failed) {
+      // The kernel may have dropped what it took: all of it is written again, even if a part
+      // of it stays twice.
       sent_ = 0;
     }
+    // Otherwise the retry goes on where the failed write stopped, and completes the record.
   } else {
     pending_.erase(0, sent_);  // a pipe: what it took is gone
     sent_ = 0;
@@ -156,41 +187,48 @@ OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
   OutputResult result;
   if (each_write && pending_.empty()) {
     // The usual case: written and flushed at once, and copied only when that fails.
-    const std::size_t sent = send(text);
-    if (sent != text.size() || (policy_.fsync && !standard_output_ && !sync_descriptor(fd_))) {
+    const std::size_t sent = send(text, Wait::may);
+    const bool whole = sent == text.size();
+    if (!whole || (policy_.fsync && !standard_output_ && !sync_descriptor(fd_))) {
       const int error = errno;
       pending_.assign(text);
       sent_ = sent;
-      return hold(error);
+      return hold(error, whole);
     }
     result.written = unflushed_;
-    unflushed_ = 0;
-    flushed_size_ = size_;
-    flushed_at_ = Clock::now();
+    mark_flushed();
   } else {
     pending_.append(text);
     if (pending_.size() - sent_ >= send_at) {
-      sent_ += send(std::string_view(pending_).substr(sent_));
-      if (sent_ != pending_.size()) return hold(errno);
+      sent_ += send(std::string_view(pending_).substr(sent_), Wait::may);
+      if (sent_ != pending_.size()) return hold(errno, false);
     }
     const bool by_records = policy_.flush_records != 0 && unflushed_ >= policy_.flush_records;
     const bool by_time =
         policy_.flush_interval.count() != 0 && Clock::now() - flushed_at_ >= policy_.flush_interval;
-    if (each_write || by_records || by_time || pending_.size() >= hold_at_most) result = flush();
+    if (each_write || by_records || by_time || pending_.size() >= hold_at_most) {
+      result = flush(Wait::may, false);
+    }
   }
-  if (!failed_ && policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate(Wait::may);
   return result;
 }
 
-OutputResult OutputFile::retry() {
+OutputResult OutputFile::retry(Wait wait) {
   if (!failed_) return {};
   if (fd_ < 0 && !open()) {
     error_ = errno;
     return {.failed = true};
   }
+  OutputResult result;
+  if (error_ == EFBIG && policy_.rotate_bytes != 0 && size_ != 0) {
+    // Too large to grow: what is held goes to the next file.
+    result = start_next_file();
+    if (fd_ < 0) return result;
+  }
   failed_ = false;
-  OutputResult result = flush();
-  if (!failed_ && policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate();
+  result += flush(wait, false);
+  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate(wait);
   return result;
 }
 
@@ -209,19 +247,25 @@ OutputResult OutputFile::tick() {
   const Clock::time_point now = Clock::now();
   if (policy_.flush_interval.count() != 0 && unflushed_ != 0 &&
       now - flushed_at_ >= policy_.flush_interval) {
-    result = flush();
+    result = flush(Wait::never, false);
   }
-  if (!failed_ && policy_.rotate_interval.count() != 0 && size_ != 0 &&
+  if (policy_.rotate_interval.count() != 0 && size_ != 0 &&
       now - opened_at_ >= policy_.rotate_interval) {
-    result += rotate();
+    result += rotate(Wait::never);
   }
   return result;
 }
 
-OutputResult OutputFile::rotate() {
-  if (fd_ < 0 || standard_output_ || size_ == 0) return {};
-  OutputResult result = flush();
-  if (failed_) return result;
+OutputResult OutputFile::rotate(Wait wait) {
+  // Only a regular file rotates; never while holding, or with bytes not yet sent.
+  if (fd_ < 0 || !regular_ || failed_ || size_ == 0) return {};
+  OutputResult result = flush(wait, false);
+  if (failed_ || !pending_.empty()) return result;
+  return result += start_next_file();
+}
+
+OutputResult OutputFile::start_next_file() {
+  OutputResult result;
   if (!close_descriptor()) result.failed = true;
   const fs::path path(path_);
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -234,9 +278,10 @@ OutputResult OutputFile::rotate() {
   }
   ++rotations_;
   prune();
-  if (!open()) result += hold(errno);  // opened again by retry()
+  if (!open()) result += hold(errno, false);  // opened again by retry()
   return result;
 }
+
 void OutputFile::prune() const {
   const fs::path path(path_);
   const fs::path directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
@@ -258,22 +303,23 @@ void OutputFile::prune() const {
     fs::remove(rotated[i], error);
 }
 
-OutputResult OutputFile::reopen() {
-  if (fd_ < 0 || standard_output_) return {};  // without a file, retry() opens the path anyway
-  OutputResult result = flush();  // nothing, while holding: what is held goes to the new file
+OutputResult OutputFile::reopen(Wait wait) {
+  // Without a file, retry() opens the path anyway; a pipe is not opened again.
+  if (fd_ < 0 || !regular_) return {};
+  OutputResult result = flush(wait, false);  // nothing, while holding: it goes to the new file
   if (!close_descriptor()) result.failed = true;
-  if (!open()) result += hold(errno);
+  if (!open()) result += hold(errno, false);
   return result;
 }
 
 OutputResult OutputFile::close() {
   if (!enabled()) return {};
-  OutputResult result = failed_ ? retry() : flush();
+  OutputResult result = retry(Wait::may);  // nothing unless holding
+  // The drain always fsyncs: records count as written once that worked.
+  if (!failed_) result += flush(Wait::may, true);
   if (failed_) result += give_up();
-  if (fd_ < 0) return result;
-  if (!standard_output_ && !sync_descriptor(fd_)) result.failed = true;
-  if (!close_descriptor()) result.failed = true;
   failed_ = false;
+  if (fd_ >= 0 && !close_descriptor()) result.failed = true;
   return result;
 }
 

@@ -61,12 +61,18 @@ class OutputFile {
   // Whether there is somewhere to write (not "none").
   [[nodiscard]] bool enabled() const noexcept { return !path_.empty(); }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  // How long a call may wait on a pipe, a socket or a terminal whose reader stalls: the writer
+  // may; the service's timer never does, and leaves the rest for later (a regular file is
+  // written either way).
+  enum class Wait { may, never };
+
   // Appends `text`, which holds `records` records (to "none": written at once). While holding,
   // it is added to what is held, and retried with it.
   OutputResult write(std::string_view text, std::uint64_t records);
-  // The flush and rotation that time makes due.
+  // The flush and rotation that time makes due (the timer's: Wait::never).
   OutputResult tick();
-  OutputResult reopen();
+  // Closes the file and opens its path again; what is held goes to the new file. Not a pipe.
+  OutputResult reopen(Wait wait = Wait::may);
   // Flushes, fsyncs and closes (stdout is flushed, not closed); what cannot be written is lost.
   OutputResult close();
 
@@ -75,8 +81,9 @@ class OutputFile {
   [[nodiscard]] std::uint64_t held_records() const noexcept { return failed_ ? unflushed_ : 0; }
   // What the last failure was (an errno value), for messages.
   [[nodiscard]] int error() const noexcept { return error_; }
-  // Writes again everything held, opening the path first if it has no file.
-  OutputResult retry();
+  // Writes again everything held, opening the path first if it has no file, and starting the
+  // next file first when the last failure was EFBIG and the file rotates by size.
+  OutputResult retry(Wait wait = Wait::may);
   // Lets go of what is held: those records count as lost.
   OutputResult give_up();
 
@@ -89,25 +96,27 @@ class OutputFile {
 
   bool open();
   bool close_descriptor();  // false if closing reported an error
-  // Hands `bytes` to the file; how many it took before an error (errno says which).
-  std::size_t send(std::string_view bytes);
-  // Sends what is held and fsyncs (with that policy); the records since the last flush are then
-  // written.
-  OutputResult flush();
-  // After a failed write, flush or fsync: everything since the last good flush is held, and what
-  // of it reached a regular file is taken out again.
-  OutputResult hold(int error);
-  OutputResult rotate();
+  // Hands `bytes` to the file; how many it took before an error (errno says which: EAGAIN when
+  // a pipe had no room and `wait` is never).
+  std::size_t send(std::string_view bytes, Wait wait);
+  // Sends what is kept and fsyncs (with that policy, or `sync`); the records since the last
+  // flush are then written. A pipe with no room under Wait::never keeps the rest for later.
+  OutputResult flush(Wait wait, bool sync);
+  void mark_flushed() noexcept;  // everything since the last flush is written
+  // After a failed write, flush or fsync (`sync_failed`): everything since the last good flush
+  // is held, and what of it reached a regular file is taken out again.
+  OutputResult hold(int error, bool sync_failed);
+  OutputResult rotate(Wait wait);
+  OutputResult start_next_file();  // renames the file after its start, prunes, opens the path
   void prune() const;
 
   std::string path_;
   OutputPolicy policy_;
   int fd_ = -1;
   bool standard_output_ = false;
-  bool regular_ = false;            // can be truncated and fsynced
-  std::uint64_t size_ = 0;          // bytes in the file now
-  std::uint64_t flushed_size_ = 0;  // bytes in it at the last good flush (or at its opening)
-  std::uint64_t unflushed_ = 0;     // records written since the last flush
+  bool regular_ = false;         // can be truncated and fsynced
+  std::uint64_t size_ = 0;       // bytes in the file now (for rotation)
+  std::uint64_t unflushed_ = 0;  // records written since the last flush
   // The bytes since the last good flush (empty when each write flushed at once); the first
   // `sent_` reached the file.
   std::string pending_;

@@ -390,6 +390,9 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
       if (deadline && !forced && steady_clock::now() >= *deadline) {
         forced = true;
         inputs.close_all();
+        // An output still failing gives up what it holds (counted lost; a file input reads it
+        // again), so that the drain ends with an exact count instead of at stop_timeout.
+        outputs->abandon();
       }
       if (deadline && all_finished && !closed) {
         closed = true;
@@ -488,7 +491,7 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
   const bool outputs_closed = outputs->close();
   const Tally final_tally = tally(inputs, outputs->accounting);
   std::fprintf(stderr, "log-ingest: drained: %s\n", final_tally.line().c_str());
-  if (!outputs_closed) {
+  if (!outputs_closed || final_tally.lost_on_output != 0) {
     std::fprintf(stderr, "log-ingest: could not finish writing the outputs\n");
     return 1;
   }

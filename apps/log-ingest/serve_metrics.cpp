@@ -106,8 +106,8 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
   total("log_ingest_dead_letters_written_total",
         "Messages written to the dead-letter output (flushed).", accounting.rejected);
   total("log_ingest_lost_on_output_total",
-        "Records and dead letters an output could not write: held at the close, or written to "
-        "a pipe nobody reads.",
+        "Records and dead letters an output could not write: still held at the drain's deadline, "
+        "or refused by a pipe nobody reads.",
         accounting.lost_on_output);
   auto errors = prometheus::family("log_ingest_output_errors_total",
                                    "Writes to an output that failed.", MetricType::Counter);

@@ -12,6 +12,7 @@ namespace conveyor::log_ingest {
 namespace {
 
 using namespace std::chrono_literals;
+using Wait = OutputFile::Wait;
 
 constexpr std::chrono::milliseconds first_wait = 50ms;  // before the first retry
 constexpr std::chrono::milliseconds longest_wait = 1s;  // between retries, at most
@@ -29,12 +30,19 @@ void report_holding(const OutputFile& output, const char* what) {
                static_cast<unsigned long long>(output.held_records()));
 }
 
+void report_lost(const OutputFile& output, const char* what, std::uint64_t lost) {
+  if (lost == 0) return;
+  std::fprintf(stderr, "log-ingest: lost %llu %s that '%s' did not take (%s)\n",
+               static_cast<unsigned long long>(lost), what, output.path().c_str(),
+               std::generic_category().message(output.error()).c_str());
+}
+
 }  // namespace
 
-bool ServeOutputs::reopen_if_asked() {
+bool ServeOutputs::reopen_if_asked(Wait wait) {
   if (!reopen_.exchange(false, std::memory_order_relaxed)) return false;
   const bool was_holding = holding();
-  account(records_.reopen(), dead_letters_.reopen());
+  account(records_.reopen(wait), dead_letters_.reopen(wait));
   if (!was_holding) note_holding(false);  // an open that failed holds, and is retried
   return true;
 }
@@ -45,17 +53,19 @@ void ServeOutputs::account(const OutputResult& records, const OutputResult& dead
   add(accounting.lost_on_output, records.lost + dead_letters.lost);
   if (records.failed) add(accounting.record_errors, 1);
   if (dead_letters.failed) add(accounting.dead_letter_errors, 1);
+  report_lost(records_, "records", records.lost);
+  report_lost(dead_letters_, "dead letters", dead_letters.lost);
   if (records.lost != 0 || dead_letters.lost != 0) {
     for (AckToken& token : unflushed_)
       token.fail();  // some of their lines are not in the output: read them again
     unflushed_.clear();
   }
   if (records_.flushed() && dead_letters_.flushed()) unflushed_.clear();
+  accounting.records_held.store(records_.held_records(), std::memory_order_relaxed);
+  accounting.dead_letters_held.store(dead_letters_.held_records(), std::memory_order_relaxed);
 }
 
 void ServeOutputs::note_holding(bool was_holding) {
-  accounting.records_held.store(records_.held_records(), std::memory_order_relaxed);
-  accounting.dead_letters_held.store(dead_letters_.held_records(), std::memory_order_relaxed);
   const bool now_holding = holding();
   if (now_holding && !was_holding) {
     attempts_ = 1;
@@ -73,14 +83,14 @@ void ServeOutputs::note_holding(bool was_holding) {
   if (now_holding) retry_at_ = Clock::now() + backoff_;
 }
 
-void ServeOutputs::retry() {
-  account(records_.retry(), dead_letters_.retry());
+void ServeOutputs::retry(Wait wait) {
+  account(records_.retry(wait), dead_letters_.retry(wait));
   note_holding(true);
 }
 
 void ServeOutputs::write(const stages::Batch& batch) {
   std::lock_guard lock(mutex_);
-  (void)reopen_if_asked();
+  (void)reopen_if_asked(Wait::may);
   const bool was_holding = holding();
   if (!batch.ack.empty()) unflushed_.push_back(batch.ack);  // settled by account()
   const OutputResult records = records_.write(batch.output, batch.counts.records);
@@ -91,24 +101,29 @@ void ServeOutputs::write(const stages::Batch& batch) {
   // An output that holds what a failure left takes nothing more until it has written it: the
   // writer waits here, and the pipeline behind it. A reopen asked for meanwhile (logrotate made a
   // new file) is done at once, and what is held goes to the new file.
-  while (holding()) {
+  while (holding() && !abandoned_.load(std::memory_order_relaxed)) {
     const Clock::duration wait = retry_at_ - Clock::now();
-    if (wait > Clock::duration::zero())
+    if (wait > Clock::duration::zero()) {
       std::this_thread::sleep_for(std::min<Clock::duration>(wait, 20ms));
-    if (reopen_if_asked() || Clock::now() >= retry_at_) retry();
+    }
+    if (reopen_if_asked(Wait::may) || Clock::now() >= retry_at_) retry(Wait::may);
+  }
+  if (holding()) {  // abandoned: what is held is lost, and counted
+    account(records_.give_up(), dead_letters_.give_up());
+    attempts_ = 0;
   }
 }
 
 void ServeOutputs::tick() {
   // The writer may be blocked in a write (a full disk, a stalled pipe), or waiting to write again
   // what an output holds: the caller's thread must not wait for it, and the writer does what is
-  // due itself.
+  // due itself. Nor does the timer wait on a stalled pipe (Wait::never).
   std::unique_lock lock(mutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  if (reopen_if_asked() && holding()) {
-    retry();
+  if (reopen_if_asked(Wait::never) && holding()) {
+    retry(Wait::never);
   } else if (holding()) {
-    if (Clock::now() >= retry_at_) retry();
+    if (Clock::now() >= retry_at_) retry(Wait::never);
   } else {
     account(records_.tick(), dead_letters_.tick());
     note_holding(false);
@@ -120,13 +135,15 @@ void ServeOutputs::reopen() {
   tick();
 }
 
+void ServeOutputs::abandon() {
+  abandoned_.store(true, std::memory_order_relaxed);
+}
+
 bool ServeOutputs::close() {
   std::lock_guard lock(mutex_);
   const OutputResult records = records_.close();
   const OutputResult dead_letters = dead_letters_.close();
   account(records, dead_letters);
-  accounting.records_held.store(0, std::memory_order_relaxed);
-  accounting.dead_letters_held.store(0, std::memory_order_relaxed);
   const bool closed = !records.failed && !dead_letters.failed;
   for (AckToken& token : unflushed_) {
     if (!closed) token.fail();

@@ -5,8 +5,8 @@
 // output holds what it could not write, and the writer writes it again, waiting 50 ms, then twice
 // as long each time up to 1 s, until the output takes it (a full disk that is freed, a directory
 // made again). Meanwhile the writer takes no batch, so the pipeline and the inputs wait behind it,
-// as they do for a slow disk. Only a pipe whose reader is gone, or the close at the end, loses
-// records, counted as lost on output.
+// as they do for a slow disk. Only a pipe whose reader is gone, `abandon` (the drain's deadline),
+// or the close at the end, loses records, counted as lost on output.
 //
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
@@ -56,7 +56,8 @@ class ServeOutputs {
   [[nodiscard]] bool writes_records() const noexcept { return records_.enabled(); }
   [[nodiscard]] bool writes_dead_letters() const noexcept { return dead_letters_.enabled(); }
 
-  // Writes a batch. While an output holds what a failure left, returns only once it took it.
+  // Writes a batch. While an output holds what a failure left, returns only once it took it (or
+  // once abandoned).
   void write(const stages::Batch& batch);
   // Flushes and rotates what time has made due (the service's timer); never waits for a write in
   // progress, which does what is due itself.
@@ -64,6 +65,9 @@ class ServeOutputs {
   // Closes both files and opens their paths again (SIGHUP), now or, if a write is in progress,
   // before the next: a file logrotate moved away is left, and a new one is made. Never waits.
   void reopen();
+  // From now on, what an output holds after a failure is given up (lost, counted, its tokens
+  // failed) instead of retried: the writer waits no more (the drain's deadline). Never blocks.
+  void abandon();
   // Flushes, fsyncs and closes both (stdout is flushed, not closed), with one last try of what
   // they hold; false if one failed (what it held is then lost on output).
   bool close();
@@ -74,14 +78,14 @@ class ServeOutputs {
   using Clock = std::chrono::steady_clock;
 
   // Does the reopen asked for, if one was; whether it did.
-  bool reopen_if_asked();
+  bool reopen_if_asked(OutputFile::Wait wait);
   [[nodiscard]] bool holding() const noexcept {
     return records_.holding() || dead_letters_.holding();
   }
   // Writes again what the outputs hold.
-  void retry();
-  // After an attempt: the held gauges, the wait before the next retry, and a line on stderr when
-  // the outputs start holding records and when they have written them.
+  void retry(OutputFile::Wait wait);
+  // After an attempt: the wait before the next retry, and a line on stderr when the outputs start
+  // holding records and when they have written them.
   void note_holding(bool was_holding);
   // Counts what the two files did, and settles the tokens: failed, when some lines were lost;
   // done, once both files are flushed.
@@ -90,7 +94,8 @@ class ServeOutputs {
   std::mutex mutex_;                 // guards the files and the tokens
   std::vector<AckToken> unflushed_;  // of batches written, not flushed yet
   std::atomic<bool> reopen_{false};  // asked for, not done yet
-  Clock::duration backoff_{};        // the wait before the next retry
+  std::atomic<bool> abandoned_{false};
+  Clock::duration backoff_{};  // the wait before the next retry
   Clock::time_point retry_at_{};
   std::uint64_t attempts_ = 0;  // failed writes since the outputs last took everything
   OutputFile records_;

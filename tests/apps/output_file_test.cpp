@@ -1,6 +1,7 @@
 // serve's OutputFile: flush policies, rotation by size and by time, keeping N rotated files,
 // reopening, a path that cannot be written, and writes and flushes that fail part-way and are
 // held until a retry writes them.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -219,6 +220,76 @@ TEST_F(OutputFileTest, WhatIsHeldGoesToTheFileOpenedAgain) {
   EXPECT_EQ(file.retry().written, 1U);
   EXPECT_EQ(read(dir_ / "records.jsonl.1"), "a\n");
   EXPECT_EQ(read(path()), std::string(99, 'b') + "\n");
+}
+
+// Truncated by another program (logrotate's copytruncate) before a write that fails: what the
+// failed write left is taken off the file's real end, which is not padded back to the size the
+// output had counted.
+TEST_F(OutputFileTest, AFailedWriteAfterACopytruncateLeavesNoPadding) {
+  OutputFile file(path(), {});
+  ASSERT_TRUE(file.write(std::string(99, 'a') + "\n", 1));
+  fs::resize_file(path(), 0);
+  const std::string b = std::string(99, 'b') + "\n";
+  {
+    FileSizeLimit limit(50);
+    EXPECT_TRUE(file.write(b, 1).failed);
+    EXPECT_EQ(read(path()), "");
+  }
+  EXPECT_EQ(file.retry().written, 1U);
+  EXPECT_EQ(read(path()), b);
+}
+
+// A file that may grow no more (EFBIG) while it rotates by size: the retry starts the next file,
+// and what is held goes there.
+TEST_F(OutputFileTest, AFileTooLargeToGrowRotatesAtTheRetry) {
+  OutputFile file(path(), {.rotate_bytes = 1000});
+  const std::string a = std::string(99, 'a') + "\n";
+  const std::string b = std::string(99, 'b') + "\n";
+  ASSERT_TRUE(file.write(a, 1));
+  const FileSizeLimit limit(150);
+  EXPECT_TRUE(file.write(b, 1).failed);
+  EXPECT_EQ(file.error(), EFBIG);
+  EXPECT_EQ(file.retry().written, 1U);
+  EXPECT_EQ(file.rotations(), 1U);
+  const std::vector<std::string> names = rotated();
+  ASSERT_EQ(names.size(), 1U);
+  EXPECT_EQ(read(dir_ / names[0]), a);
+  EXPECT_EQ(read(path()), b);
+}
+
+// The service's timer never waits on a pipe whose reader stalls: it sends what the pipe has room
+// for, keeps the rest, and sends that once the reader has read.
+TEST_F(OutputFileTest, TheTimerNeverWaitsOnAStalledPipe) {
+  std::array<int, 2> ends{};
+  ASSERT_EQ(::pipe(ends.data()), 0);
+  ASSERT_GT(::fcntl(ends[1], F_SETPIPE_SZ, 4096), 0);
+  {
+    OutputFile file("/dev/fd/" + std::to_string(ends[1]), {.flush_interval = 10ms});
+    const std::string text(20'000, 'x');  // kept for the flush: more than the pipe holds
+    EXPECT_EQ(file.write(text, 5).written, 0U);
+    std::this_thread::sleep_for(20ms);
+    const OutputResult partly = file.tick();  // returns, with the pipe full
+    EXPECT_FALSE(partly.failed);
+    EXPECT_EQ(partly.written, 0U);
+    EXPECT_FALSE(file.holding());
+    std::string got;
+    std::uint64_t written = 0;
+    for (int i = 0; i < 1000 && written == 0; ++i) {
+      std::array<char, 4096> buffer{};
+      const ssize_t n = ::read(ends[0], buffer.data(), buffer.size());
+      if (n > 0) got.append(buffer.data(), static_cast<std::size_t>(n));
+      written += file.tick().written;
+    }
+    EXPECT_EQ(written, 5U);
+    for (std::array<char, 4096> buffer{}; got.size() < text.size();) {
+      const ssize_t n = ::read(ends[0], buffer.data(), buffer.size());
+      if (n <= 0) break;
+      got.append(buffer.data(), static_cast<std::size_t>(n));
+    }
+    EXPECT_EQ(got, text);
+  }
+  ::close(ends[0]);
+  ::close(ends[1]);
 }
 
 TEST_F(OutputFileTest, NoneAndAnUnwritablePath) {

@@ -111,7 +111,28 @@ TEST(ServeOutputsTest, TheTimerWritesAgainWhatAFailedTimedFlushHeld) {
   EXPECT_TRUE(outputs.close());
 }
 
-// Still held when the service closes its outputs (the drain ends, a second signal): lost on output,
+// The drain's deadline passes while the output still fails: the writer gives up what it holds,
+// counted as lost on output, and its tokens fail, so that a tailed file reads those lines again.
+TEST(ServeOutputsTest, AbandonedTheWriterGivesUpWhatItHoldsAndCountsIt) {
+  const conveyor::testing::Watchdog watchdog(30s);
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  ServeOutputs outputs((dir / "records.jsonl").string(), "none", {});
+  AckLedger ledger;
+  const FileSizeLimit full(100);
+  {
+    const Batch batch = batch_of(std::string(199, 'b') + "\n", 3, ledger, 10);
+    std::thread writer([&] { outputs.write(batch); });
+    ASSERT_TRUE(within(
+        10s, [&] { return outputs.accounting.records_held.load(std::memory_order_relaxed) == 3; }));
+    outputs.abandon();
+    writer.join();
+  }
+  EXPECT_EQ(outputs.accounting.lost_on_output.load(std::memory_order_relaxed), 3U);
+  EXPECT_EQ(outputs.accounting.records_held.load(std::memory_order_relaxed), 0U);
+  EXPECT_TRUE(ledger.failed());
+}
+
+// Still held when the service closes its outputs (the drain ends): lost on output,
 // counted, and the tokens failed, so that a tailed file reads those lines again after a restart.
 TEST(ServeOutputsTest, WhatIsStillHeldAtCloseIsCountedLostAndItsTokensFail) {
   const conveyor::testing::Watchdog watchdog(30s);

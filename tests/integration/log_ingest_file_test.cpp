@@ -442,6 +442,48 @@ TEST(LogIngestFile, AFullOutputHoldsTheLinesOfAFileDeletedMeanwhile) {
       << setup.logs_of_run(0);
 }
 
+// Stopped while the records output still fails: at drain_timeout the writer gives up what it
+// holds, the drain ends at once with every message accounted for (those as lost on output), and
+// the checkpoint stays before them, so that the next start, with room again, writes every line.
+TEST(LogIngestFile, AFullOutputAtTheDrainIsCountedLostAndReadAgain) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup("output-full-drain",
+                        "  - {name: app, type: file, include: [\"LOGS/*.log\"]}\n",
+                        "  drain_timeout: 500ms\n");
+  auto child = setup.start(0);
+  const rlimit full{20'000, RLIM_INFINITY};
+  ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &full, nullptr), 0);
+  {
+    std::ofstream out(setup.logs() / "a.log");
+    for (int i = 0; i < 2000; ++i)
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  for (int i = 0; i < 200 && setup.logs_of_run(0).find("cannot write records") == std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_NE(setup.logs_of_run(0).find("cannot write records"), std::string::npos)
+      << setup.logs_of_run(0);
+  const auto stopping = std::chrono::steady_clock::now();
+  EXPECT_EQ(child->stop(SIGTERM, 30s), 1) << setup.logs_of_run(0);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 10s)
+      << "the drain waited for stop_timeout";
+  const std::string log = setup.logs_of_run(0);
+  static const std::regex drained(
+      R"(drained: received=([0-9]+) written=([0-9]+) rejected=0 filtered=0 dropped=0 )"
+      R"(lost_on_output=([0-9]+) lost=0)");
+  std::smatch counts;
+  ASSERT_TRUE(std::regex_search(log, counts, drained)) << log;
+  EXPECT_EQ(std::stoull(counts[1]), std::stoull(counts[2]) + std::stoull(counts[3])) << log;
+  EXPECT_GT(std::stoull(counts[3]), 0U) << log;
+
+  auto again = setup.start(1);  // no limit: room again
+  for (int i = 0; i < 200 && paths_written(setup.dir() / "records.jsonl").size() < 2000; ++i)
+    std::this_thread::sleep_for(50ms);
+  ASSERT_EQ(again->stop(SIGTERM, 60s), 0) << setup.logs_of_run(1);
+  const auto written = paths_written(setup.dir() / "records.jsonl");
+  EXPECT_EQ(written.size(), 2000U);
+}
+
 // Two inputs keep a checkpoint each, and neither removes the other's offsets.
 TEST(LogIngestFile, TwoInputsNeverShareACheckpoint) {
   conveyor::testing::Watchdog watchdog(60s);
