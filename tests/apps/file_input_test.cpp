@@ -17,6 +17,7 @@
 #include "scratch_dir.hpp"
 #include "serve_config.hpp"
 #include "watchdog.hpp"
+#include "within.hpp"
 
 namespace {
 
@@ -27,6 +28,7 @@ using conveyor::log_ingest::InputConfig;
 using conveyor::log_ingest::InputCounters;
 using conveyor::log_ingest::InputType;
 using conveyor::log_ingest::LimitsConfig;
+using conveyor::testing::within;
 using namespace std::chrono_literals;
 
 // The offset the checkpoint holds for its one file, once it holds one.
@@ -34,17 +36,6 @@ std::optional<std::uint64_t> checkpointed(const std::string& path) {
   const conveyor::stages::CheckpointLoad loaded = conveyor::stages::CheckpointFile(path).load();
   if (loaded.entries.size() != 1) return std::nullopt;
   return loaded.entries.front().offset;
-}
-
-// Polls `done` every 10 ms for up to `timeout`: whether it came true.
-template <class Done>
-bool within(std::chrono::milliseconds timeout, Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 // Each test's own directory: logs/ for the files the input follows, state/ for its checkpoint.

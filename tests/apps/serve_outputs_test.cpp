@@ -17,6 +17,7 @@
 #include "scratch_dir.hpp"
 #include "serve_writer.hpp"
 #include "watchdog.hpp"
+#include "within.hpp"
 
 namespace {
 
@@ -24,6 +25,7 @@ using conveyor::AckLedger;
 using conveyor::log_ingest::ServeOutputs;
 using conveyor::stages::Batch;
 using conveyor::testing::FileSizeLimit;
+using conveyor::testing::within;
 using namespace std::chrono_literals;
 
 Batch batch_of(std::string text, std::uint64_t records, AckLedger& ledger, std::uint64_t offset) {
@@ -32,17 +34,6 @@ Batch batch_of(std::string text, std::uint64_t records, AckLedger& ledger, std::
   batch.counts.records = records;
   batch.ack = ledger.issue(offset);
   return batch;
-}
-
-// Polls `done` every millisecond for up to `limit`.
-template <typename Done>
-bool within(std::chrono::milliseconds limit, Done done) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
 }
 
 TEST(ServeOutputsTest, AWriterWaitsOutAFullDiskAndLosesNothing) {
