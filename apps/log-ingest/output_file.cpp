@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <ctime>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -33,16 +35,20 @@ bool sync_descriptor(int fd) {
   return ::fsync(fd) == 0 || errno == EINVAL;
 }
 
-// records.jsonl started at T -> records-20261126T125500.jsonl
-fs::path rotated_name(const fs::path& path, std::chrono::system_clock::time_point started,
-                      int attempt) {
+// When a file was started, as its rotated name says it (UTC): YYYYMMDDTHHMMSS.
+std::string stamp_of(std::chrono::system_clock::time_point started) {
   const std::time_t seconds = std::chrono::system_clock::to_time_t(started);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char stamp[32];
-  const std::size_t length = std::strftime(stamp, sizeof stamp, "-%Y%m%dT%H%M%S", &utc);
+  const std::size_t length = std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &utc);
+  return {stamp, length};
+}
+
+// records.jsonl started at T -> records-20261126T125500.jsonl (records-20261126T125500-N.jsonl)
+fs::path rotated_name(const fs::path& path, const std::string& stamp, int attempt) {
   std::string name = path.stem().string();
-  name.append(stamp, length);
+  name.append("-").append(stamp);
   if (attempt > 0) name.append("-").append(std::to_string(attempt));
   name.append(path.extension().string());
   return path.parent_path() / name;
@@ -69,6 +75,8 @@ bool OutputFile::open() {
   if (path_ == "-") {
     fd_ = STDOUT_FILENO;
     standard_output_ = true;
+    opened_at_ = Clock::now();
+    flushed_at_ = opened_at_;
     return true;
   }
   const fs::path path(path_);
@@ -228,16 +236,19 @@ OutputResult OutputFile::retry(Wait wait) {
   }
   failed_ = false;
   result += flush(wait, false);
+  // A pipe with no room for all of it (the timer's retry): still holding the rest.
+  if (!failed_ && sent_ < pending_.size()) failed_ = true;
   if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate(wait);
   return result;
 }
 
 OutputResult OutputFile::give_up() {
+  if (!failed_) return {};
   OutputResult result{.lost = unflushed_, .failed = true};
   unflushed_ = 0;
   pending_.clear();
   sent_ = 0;
-  failed_ = fd_ < 0;  // without a file, the next write tries to open one
+  failed_ = fd_ < 0;  // without a file, what comes next waits for a retry that opens one
   return result;
 }
 
@@ -267,10 +278,16 @@ OutputResult OutputFile::rotate(Wait wait) {
 OutputResult OutputFile::start_next_file() {
   OutputResult result;
   if (!close_descriptor()) result.failed = true;
+  // After the newest file of the same stamp, never in a name pruning freed: that name would sort
+  // as the oldest, and the next prune would delete the newest file.
+  int attempt = 0;
+  const std::string stamp = stamp_of(started_);
+  for (const RotatedFile& file : rotated_files()) {
+    if (file.stamp == stamp) attempt = std::max(attempt, static_cast<int>(file.attempt) + 1);
+  }
   const fs::path path(path_);
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const fs::path target = rotated_name(path, started_, attempt);
-    std::error_code error;
+  for (std::error_code error; attempt < 1'000'000; ++attempt) {
+    const fs::path target = rotated_name(path, stamp, attempt);
     if (fs::exists(target, error)) continue;
     fs::rename(path, target, error);
     if (error) result.failed = true;
@@ -282,25 +299,44 @@ OutputResult OutputFile::start_next_file() {
   return result;
 }
 
-void OutputFile::prune() const {
+std::vector<OutputFile::RotatedFile> OutputFile::rotated_files() const {
   const fs::path path(path_);
   const fs::path directory = path.has_parent_path() ? path.parent_path() : fs::path(".");
   const std::string prefix = path.stem().string() + "-";
   const std::string extension = path.extension().string();
-  std::vector<fs::path> rotated;
+  std::vector<RotatedFile> rotated;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, error)) {
-    const std::string name = entry.path().filename().string();
     // STEM-YYYYMMDDTHHMMSS[-N].EXT
-    if (name.size() >= prefix.size() + 15 + extension.size() && name.starts_with(prefix) &&
-        name.ends_with(extension) && name[prefix.size() + 8] == 'T') {
-      rotated.push_back(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (name.size() < prefix.size() + 15 + extension.size() || !name.starts_with(prefix) ||
+        !name.ends_with(extension) || name[prefix.size() + 8] != 'T') {
+      continue;
     }
+    RotatedFile file{.stamp = name.substr(prefix.size(), 15), .path = entry.path()};
+    const std::string_view rest = std::string_view(name).substr(
+        prefix.size() + 15, name.size() - prefix.size() - 15 - extension.size());
+    if (!rest.empty()) {
+      const auto [end, parsed] =
+          std::from_chars(rest.data() + 1, rest.data() + rest.size(), file.attempt);
+      if (rest[0] != '-' || parsed != std::errc() || end != rest.data() + rest.size()) continue;
+    }
+    rotated.push_back(std::move(file));
   }
+  return rotated;
+}
+
+void OutputFile::prune() const {
+  std::vector<RotatedFile> rotated = rotated_files();
   if (rotated.size() <= policy_.keep) return;
-  std::sort(rotated.begin(), rotated.end());  // the stamps sort by time
+  // In the order they were made: by stamp, then by N (none first; as text, "-1" would come
+  // before the stamp's own file, and "-10" before "-2").
+  std::sort(rotated.begin(), rotated.end(), [](const RotatedFile& a, const RotatedFile& b) {
+    return a.stamp != b.stamp ? a.stamp < b.stamp : a.attempt < b.attempt;
+  });
+  std::error_code error;
   for (std::size_t i = 0; i + policy_.keep < rotated.size(); ++i)
-    fs::remove(rotated[i], error);
+    fs::remove(rotated[i].path, error);
 }
 
 OutputResult OutputFile::reopen(Wait wait) {
@@ -314,7 +350,14 @@ OutputResult OutputFile::reopen(Wait wait) {
 
 OutputResult OutputFile::close() {
   if (!enabled()) return {};
-  OutputResult result = retry(Wait::may);  // nothing unless holding
+  OutputResult result;
+  if (failed_) {  // one last try of what is held, in the flush below (no rotation)
+    if (fd_ >= 0 || open()) {
+      failed_ = false;
+    } else {
+      error_ = errno;
+    }
+  }
   // The drain always fsyncs: records count as written once that worked.
   if (!failed_) result += flush(Wait::may, true);
   if (failed_) result += give_up();

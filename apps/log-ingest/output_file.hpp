@@ -15,9 +15,9 @@
 // - Records count as written once a flush (and fsync) covering them succeeded. A write, flush or
 //   fsync that fails loses nothing: the output holds every byte since its last good flush
 //   (`holding`), takes what reached a regular file since then out again (so that no half record
-//   stays), and writes it all again at `retry`, to a file opened again if it had none. Only
-//   `give_up` (or `close` after a failure), or a pipe whose reader is gone (EPIPE), loses
-//   records, and says how many.
+//   stays, unless the truncation itself fails), and writes it all again at `retry`, to a file
+//   opened again if it had none. Only `give_up` (or `close` after a failure), or a pipe whose
+//   reader is gone (EPIPE), loses records, and says how many.
 //
 // Contract: not thread-safe; the caller serialises (ServeOutputs holds a mutex). An open that
 // fails leaves no file, and the next write or retry tries again; the constructor throws
@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "serve_config.hpp"
 
@@ -84,7 +85,7 @@ class OutputFile {
   // Writes again everything held, opening the path first if it has no file, and starting the
   // next file first when the last failure was EFBIG and the file rotates by size.
   OutputResult retry(Wait wait = Wait::may);
-  // Lets go of what is held: those records count as lost.
+  // Lets go of what is held after a failure: those records count as lost. Nothing otherwise.
   OutputResult give_up();
 
   [[nodiscard]] std::uint64_t rotations() const noexcept { return rotations_; }
@@ -108,7 +109,14 @@ class OutputFile {
   OutputResult hold(int error, bool sync_failed);
   OutputResult rotate(Wait wait);
   OutputResult start_next_file();  // renames the file after its start, prunes, opens the path
-  void prune() const;
+  // The rotated files beside the path: STEM-STAMP[-N].EXT.
+  struct RotatedFile {
+    std::string stamp;     // YYYYMMDDTHHMMSS (UTC)
+    unsigned attempt = 0;  // N, 0 without one
+    std::filesystem::path path;
+  };
+  [[nodiscard]] std::vector<RotatedFile> rotated_files() const;
+  void prune() const;  // deletes all but the `keep` newest
 
   std::string path_;
   OutputPolicy policy_;

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -206,6 +209,28 @@ int validate_config(const ServeFlags& flags) {
 }
 
 namespace {
+
+// Closes the outputs, but not past `deadline`: the last flush to a pipe whose reader stalls could
+// wait for ever, and the timer that enforces stop_timeout has stopped by then. Past it,
+// `too_late` ends the process.
+bool close_outputs_by(ServeOutputs& outputs, steady_clock::time_point deadline,
+                      const std::function<void()>& too_late) {
+  std::mutex mutex;
+  std::condition_variable closed_cv;
+  bool done = false;
+  std::thread guard([&] {
+    std::unique_lock lock(mutex);
+    if (!closed_cv.wait_until(lock, deadline, [&] { return done; })) too_late();
+  });
+  const bool closed = outputs.close();
+  {
+    const std::lock_guard lock(mutex);
+    done = true;
+  }
+  closed_cv.notify_one();
+  guard.join();
+  return closed;
+}
 
 // Says when the inputs may hold more descriptors than the process may open (descriptor_budget.hpp).
 void warn_of_descriptors(const ServeConfig& config, std::uint64_t may_open) {
@@ -485,10 +510,14 @@ int run_serve(const ServeConfig& config, const std::function<ServeConfig()>& rel
     inputs.abandon();  // what the pipeline dropped is read again after a restart
     ingress.close();   // a reader waiting for room gives up
     inputs.close_all();
-    outputs->close();
+    (void)close_outputs_by(*outputs, steady_clock::now() + config.stop_timeout, [&] {
+      stop_now("the outputs did not close within stop_timeout; stopped");
+    });
     return 1;
   }
-  const bool outputs_closed = outputs->close();
+  const bool outputs_closed = close_outputs_by(
+      *outputs, deadline ? stop_deadline : steady_clock::now() + config.stop_timeout,
+      [&] { stop_now("the outputs did not close within stop_timeout; stopped"); });
   const Tally final_tally = tally(inputs, outputs->accounting);
   std::fprintf(stderr, "log-ingest: drained: %s\n", final_tally.line().c_str());
   if (!outputs_closed || final_tally.lost_on_output != 0) {

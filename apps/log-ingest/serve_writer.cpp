@@ -67,11 +67,16 @@ void ServeOutputs::account(const OutputResult& records, const OutputResult& dead
 
 void ServeOutputs::note_holding(bool was_holding) {
   const bool now_holding = holding();
+  // Each output that starts holding says so once.
+  if (records_.holding() && !records_reported_) report_holding(records_, "records");
+  if (dead_letters_.holding() && !dead_letters_reported_) {
+    report_holding(dead_letters_, "dead letters");
+  }
+  records_reported_ = records_.holding();
+  dead_letters_reported_ = dead_letters_.holding();
   if (now_holding && !was_holding) {
     attempts_ = 1;
     backoff_ = first_wait;
-    report_holding(records_, "records");
-    report_holding(dead_letters_, "dead letters");
   } else if (now_holding) {
     ++attempts_;
     backoff_ = std::min<Clock::duration>(2 * backoff_, longest_wait);
@@ -143,12 +148,14 @@ bool ServeOutputs::close() {
   std::lock_guard lock(mutex_);
   const OutputResult records = records_.close();
   const OutputResult dead_letters = dead_letters_.close();
-  account(records, dead_letters);
   const bool closed = !records.failed && !dead_letters.failed;
-  for (AckToken& token : unflushed_) {
-    if (!closed) token.fail();
+  if (!closed) {
+    // The last fsync failed: what it covered may not be on disk, so its lines are read again.
+    for (AckToken& token : unflushed_)
+      token.fail();
   }
   unflushed_.clear();
+  account(records, dead_letters);
   return closed;
 }
 

@@ -17,8 +17,9 @@
 //
 // Contract: one worker (serial). `Accounting` counters are relaxed atomics, read from any thread;
 // once the pipeline has ended they are exact. ServeOutputs' members may be called from any thread
-// (its mutex serialises the files); `tick` and `reopen` never block, so the I/O thread may call
-// them while the writer is stuck on a full disk or a stalled pipe.
+// (its mutex serialises the files). `tick` and `reopen` never wait for the writer (they skip
+// their turn while it holds the lock) nor on a pipe whose reader stalls; a regular file's write
+// takes what the disk takes. `abandon` ends the writer's retries, not a write the kernel holds.
 #pragma once
 
 #include <atomic>
@@ -97,7 +98,9 @@ class ServeOutputs {
   std::atomic<bool> abandoned_{false};
   Clock::duration backoff_{};  // the wait before the next retry
   Clock::time_point retry_at_{};
-  std::uint64_t attempts_ = 0;  // failed writes since the outputs last took everything
+  std::uint64_t attempts_ = 0;     // failed writes since the outputs last took everything
+  bool records_reported_ = false;  // the start of the current hold was logged
+  bool dead_letters_reported_ = false;
   OutputFile records_;
   OutputFile dead_letters_;
 };

@@ -79,17 +79,22 @@ TEST_F(OutputFileTest, FlushesAfterAnIntervalOnTick) {
 
 TEST_F(OutputFileTest, RotatesBySizeAndKeepsTheNewest) {
   OutputFile file(path(), {.rotate_bytes = 10, .keep = 2});
-  for (int i = 0; i < 5; ++i)
-    ASSERT_TRUE(file.write("0123456789\n", 1));  // each write fills a file
-  EXPECT_EQ(file.rotations(), 5U);
+  // Twelve files in the same second or two: the names share stamps and count on (-1, -2, ...,
+  // -10, -11), and the two kept are the last two made.
+  for (int i = 0; i < 12; ++i)
+    ASSERT_TRUE(file.write("012345678" + std::string(1, static_cast<char>('a' + i)) + "\n", 1));
+  EXPECT_EQ(file.rotations(), 12U);
   const std::vector<std::string> names = rotated();
   ASSERT_EQ(names.size(), 2U);
+  std::vector<std::string> kept;
   for (const std::string& name : names) {
     EXPECT_TRUE(name.starts_with("records-")) << name;
     EXPECT_TRUE(name.ends_with(".jsonl")) << name;
     EXPECT_EQ(name[std::string("records-").size() + 8], 'T') << name;
-    EXPECT_EQ(read(dir_ / name), "0123456789\n");
+    kept.push_back(read(dir_ / name));
   }
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<std::string>{"012345678k\n", "012345678l\n"}));
   EXPECT_EQ(read(path()), "");  // the new file, empty
 }
 

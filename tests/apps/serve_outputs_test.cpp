@@ -123,6 +123,34 @@ TEST(ServeOutputsTest, AbandonedTheWriterGivesUpWhatItHoldsAndCountsIt) {
   EXPECT_TRUE(ledger.failed());
 }
 
+// Abandoned while only the dead letters fail: what the records file keeps for its next flush is
+// not given up with them; it is written at the close.
+TEST(ServeOutputsTest, AbandonGivesUpOnlyTheOutputThatHolds) {
+  const conveyor::testing::Watchdog watchdog(30s);
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  ServeOutputs outputs((dir / "records.jsonl").string(), (dir / "dead.jsonl").string(),
+                       {.flush_records = 100});
+  AckLedger ledger;
+  std::optional<FileSizeLimit> full(std::in_place, 1000);
+  {
+    Batch batch = batch_of("r\n", 1, ledger, 10);          // kept for the records' next flush
+    batch.dead_letters = std::string(70'000, 'd') + "\n";  // sent at once, and cut short
+    batch.counts.rejected = 2;
+    std::thread writer([&] { outputs.write(batch); });
+    ASSERT_TRUE(within(10s, [&] {
+      return outputs.accounting.dead_letters_held.load(std::memory_order_relaxed) == 2;
+    }));
+    outputs.abandon();
+    writer.join();
+  }
+  full.reset();
+  EXPECT_EQ(outputs.accounting.lost_on_output.load(std::memory_order_relaxed), 2U);
+  EXPECT_EQ(outputs.accounting.record_errors.load(std::memory_order_relaxed), 0U);
+  EXPECT_TRUE(outputs.close());
+  EXPECT_EQ(outputs.accounting.written.load(std::memory_order_relaxed), 1U);
+  EXPECT_TRUE(ledger.failed());  // its dead letters were lost: the batch is read again
+}
+
 // Still held when the service closes its outputs (the drain ends): lost on output,
 // counted, and the tokens failed, so that a tailed file reads those lines again after a restart.
 TEST(ServeOutputsTest, WhatIsStillHeldAtCloseIsCountedLostAndItsTokensFail) {
