@@ -133,6 +133,7 @@ std::size_t OutputFile::send(std::string_view bytes, Wait wait) {
 }
 
 void OutputFile::mark_flushed() noexcept {
+  ++flushes_;
   unflushed_ = 0;
   pending_.clear();
   sent_ = 0;

@@ -72,6 +72,10 @@ class OutputFile {
   OutputResult write(std::string_view text, std::uint64_t records);
   // The flush and rotation that time makes due (the timer's: Wait::never).
   OutputResult tick();
+  // Flushes now what is kept for a later flush (nothing while holding).
+  OutputResult flush_now(Wait wait) { return flush(wait, false); }
+  // How many flushes have succeeded so far (a file's, not "none"'s).
+  [[nodiscard]] std::uint64_t flushes() const noexcept { return flushes_; }
   // Closes the file and opens its path again; what is held goes to the new file. Not a pipe.
   OutputResult reopen(Wait wait = Wait::may);
   // Flushes, fsyncs and closes (stdout is flushed, not closed); what cannot be written is lost.
@@ -135,6 +139,7 @@ class OutputFile {
   Clock::time_point opened_at_{};   // when this file was started (for rotation by time)
   std::chrono::system_clock::time_point started_{};  // the same, for the rotated file's name
   std::uint64_t rotations_ = 0;
+  std::uint64_t flushes_ = 0;
 };
 
 }  // namespace conveyor::log_ingest

@@ -65,6 +65,17 @@ void ServeOutputs::account(const OutputResult& records, const OutputResult& dead
   accounting.dead_letters_held.store(dead_letters_.held_records(), std::memory_order_relaxed);
 }
 
+void ServeOutputs::flush_together(Wait wait, std::uint64_t records_flushes,
+                                  std::uint64_t dead_letter_flushes) {
+  // The tokens wait for both files: when one flushed, the other follows, or a few dead letters
+  // short of their count would hold every batch's token (and the checkpoint) back.
+  if (holding()) return;
+  const bool records_flushed = records_.flushes() != records_flushes;
+  const bool dead_letters_flushed = dead_letters_.flushes() != dead_letter_flushes;
+  if (records_flushed && !dead_letters_.flushed()) account({}, dead_letters_.flush_now(wait));
+  if (dead_letters_flushed && !records_.flushed()) account(records_.flush_now(wait), {});
+}
+
 void ServeOutputs::note_holding(bool was_holding) {
   const bool now_holding = holding();
   // Each output that starts holding says so once.
@@ -98,10 +109,13 @@ void ServeOutputs::write(const stages::Batch& batch) {
   (void)reopen_if_asked(Wait::may);
   const bool was_holding = holding();
   if (!batch.ack.empty()) unflushed_.push_back(batch.ack);  // settled by account()
+  const std::uint64_t records_flushes = records_.flushes();
+  const std::uint64_t dead_letter_flushes = dead_letters_.flushes();
   const OutputResult records = records_.write(batch.output, batch.counts.records);
   const OutputResult dead_letters = dead_letters_.write(batch.dead_letters, batch.counts.rejected);
   add(accounting.filtered, batch.counts.filtered);
   account(records, dead_letters);
+  flush_together(Wait::may, records_flushes, dead_letter_flushes);
   if (!was_holding) note_holding(false);
   // An output that holds what a failure left takes nothing more until it has written it: the
   // writer waits here, and the pipeline behind it. A reopen asked for meanwhile (logrotate made a
@@ -130,7 +144,10 @@ void ServeOutputs::tick() {
   } else if (holding()) {
     if (Clock::now() >= retry_at_) retry(Wait::never);
   } else {
+    const std::uint64_t records_flushes = records_.flushes();
+    const std::uint64_t dead_letter_flushes = dead_letters_.flushes();
     account(records_.tick(), dead_letters_.tick());
+    flush_together(Wait::never, records_flushes, dead_letter_flushes);
     note_holding(false);
   }
 }

@@ -11,7 +11,8 @@
 //   conveyor::sink(ServeWriter(outputs), {.mode = conveyor::Mode::serial_in_order})
 //
 // Batches' ack tokens (a tailed file's checkpoint waits for them) are settled once their lines are
-// flushed: at once when each write flushes, otherwise kept until the flush that covers them; a
+// flushed: at once when each write flushes, otherwise kept until the flush that covers them (the
+// two outputs flush together, so that neither holds the other's tokens back); a
 // batch whose lines are lost has its token failed, so that its lines are read again after a
 // restart.
 //
@@ -85,6 +86,10 @@ class ServeOutputs {
   }
   // Writes again what the outputs hold.
   void retry(OutputFile::Wait wait);
+  // When one output has flushed since it had made the given number of flushes, and the other
+  // keeps records for later, flushes that one too.
+  void flush_together(OutputFile::Wait wait, std::uint64_t records_flushes,
+                      std::uint64_t dead_letter_flushes);
   // After an attempt: the wait before the next retry, and a line on stderr when the outputs start
   // holding records and when they have written them.
   void note_holding(bool was_holding);

@@ -151,6 +151,26 @@ TEST(ServeOutputsTest, AbandonGivesUpOnlyTheOutputThatHolds) {
   EXPECT_TRUE(ledger.failed());  // its dead letters were lost: the batch is read again
 }
 
+// Under a flush by count, a batch whose records reach the count flushes its dead letters too:
+// otherwise a few dead letters short of their count would hold every token, and a tailed file's
+// checkpoint, back.
+TEST(ServeOutputsTest, TheTwoOutputsFlushTogether) {
+  const conveyor::testing::ScratchDir dir{"serve-outputs"};
+  ServeOutputs outputs((dir / "records.jsonl").string(), (dir / "dead.jsonl").string(),
+                       {.flush_records = 2});
+  AckLedger ledger;
+  {
+    Batch batch = batch_of("a\nb\n", 2, ledger, 10);  // the records' count: flushed
+    batch.dead_letters = "x\n";                       // one of two: flushed with them
+    batch.counts.rejected = 1;
+    outputs.write(batch);
+  }
+  EXPECT_EQ(outputs.accounting.written.load(std::memory_order_relaxed), 2U);
+  EXPECT_EQ(outputs.accounting.rejected.load(std::memory_order_relaxed), 1U);
+  EXPECT_EQ(ledger.acknowledged(), std::optional<std::uint64_t>(10));
+  EXPECT_TRUE(outputs.close());
+}
+
 // Still held when the service closes its outputs (the drain ends): lost on output,
 // counted, and the tokens failed, so that a tailed file reads those lines again after a restart.
 TEST(ServeOutputsTest, WhatIsStillHeldAtCloseIsCountedLostAndItsTokensFail) {
