@@ -463,10 +463,9 @@ TEST(LogIngestFile, AFullOutputAtTheDrainIsCountedLostAndReadAgain) {
     std::this_thread::sleep_for(50ms);
   ASSERT_NE(setup.logs_of_run(0).find("cannot write records"), std::string::npos)
       << setup.logs_of_run(0);
-  const auto stopping = std::chrono::steady_clock::now();
+  // Status 1, with the drain's own line: at stop_timeout (30.5 s here) the line would be
+  // "stopped: ...", with what was held unaccounted for.
   EXPECT_EQ(child->stop(SIGTERM, 30s), 1) << setup.logs_of_run(0);
-  EXPECT_LT(std::chrono::steady_clock::now() - stopping, 10s)
-      << "the drain waited for stop_timeout";
   const std::string log = setup.logs_of_run(0);
   static const std::regex drained(
       R"(drained: received=([0-9]+) written=([0-9]+) rejected=0 filtered=0 dropped=0 )"
