@@ -5,10 +5,13 @@
 //
 // CONVEYOR_CHAOS_SECONDS sets how long each chaos run writes (20 s by default, in CI), at 20,000
 // lines a second (5,000 under sanitizers).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -481,6 +484,36 @@ TEST(LogIngestFile, AFullOutputAtTheDrainIsCountedLostAndReadAgain) {
   ASSERT_EQ(again->stop(SIGTERM, 60s), 0) << setup.logs_of_run(1);
   const auto written = paths_written(setup.dir() / "records.jsonl");
   EXPECT_EQ(written.size(), 2000U);
+}
+
+// The last flush, at the end of the drain, meets a pipe whose reader stalls (records kept for a
+// deferred flush, more than the pipe holds): the timer that enforces stop_timeout has stopped by
+// then, and a guard ends the process at stop_timeout instead of letting the close wait for ever.
+TEST(LogIngestFile, ALastFlushIntoAStalledPipeEndsAtStopTimeout) {
+  conveyor::testing::Watchdog watchdog(60s);
+  const TailSetup setup("stalled-close", "");
+  std::array<int, 2> pipe_ends{};
+  ASSERT_EQ(::pipe(pipe_ends.data()), 0);  // inherited by the service: no O_CLOEXEC
+  ASSERT_GT(::fcntl(pipe_ends[1], F_SETPIPE_SZ, 4096), 0);
+  std::ofstream(setup.dir() / "serve.yaml")
+      << "inputs:\n  - {name: app, type: file, include: [\"" << (setup.logs() / "*.log").string()
+      << "\"]}\noutputs:\n  records: /dev/fd/" << pipe_ends[1]
+      << "\n  dead_letters: none\n  flush: {records: 1000000, interval: 1h}\n"
+      << "service:\n  metrics_listen: none\n  state_dir: " << (setup.dir() / "state").string()
+      << "\n  drain_timeout: 200ms\n  stop_timeout: 1s\n";
+  {
+    std::ofstream out(setup.logs() / "a.log");
+    for (int i = 0; i < 100; ++i)  // about 20 KB of records: kept, then more than the pipe holds
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  auto child = setup.start(0);
+  std::this_thread::sleep_for(500ms);  // read, and kept for the flush
+  EXPECT_EQ(child->stop(SIGTERM, 30s), 1) << setup.logs_of_run(0);
+  EXPECT_NE(setup.logs_of_run(0).find("the outputs did not close within stop_timeout"),
+            std::string::npos)
+      << setup.logs_of_run(0);
+  ::close(pipe_ends[0]);
+  ::close(pipe_ends[1]);
 }
 
 // Two inputs keep a checkpoint each, and neither removes the other's offsets.
