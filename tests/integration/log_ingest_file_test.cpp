@@ -30,6 +30,10 @@
 #include "child_process.hpp"
 #include "watchdog.hpp"
 
+#ifdef CONVEYOR_HAS_PROMETHEUS
+#include "http_get.hpp"
+#endif
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -489,6 +493,7 @@ TEST(LogIngestFile, AFullOutputAtTheDrainIsCountedLostAndReadAgain) {
 // The last flush, at the end of the drain, meets a pipe whose reader stalls (records kept for a
 // deferred flush, more than the pipe holds): the timer that enforces stop_timeout has stopped by
 // then, and a guard ends the process at stop_timeout instead of letting the close wait for ever.
+#ifdef CONVEYOR_HAS_PROMETHEUS
 TEST(LogIngestFile, ALastFlushIntoAStalledPipeEndsAtStopTimeout) {
   conveyor::testing::Watchdog watchdog(60s);
   const TailSetup setup("stalled-close", "");
@@ -499,15 +504,28 @@ TEST(LogIngestFile, ALastFlushIntoAStalledPipeEndsAtStopTimeout) {
       << "inputs:\n  - {name: app, type: file, include: [\"" << (setup.logs() / "*.log").string()
       << "\"]}\noutputs:\n  records: /dev/fd/" << pipe_ends[1]
       << "\n  dead_letters: none\n  flush: {records: 1000000, interval: 1h}\n"
-      << "service:\n  metrics_listen: none\n  state_dir: " << (setup.dir() / "state").string()
-      << "\n  drain_timeout: 200ms\n  stop_timeout: 1s\n";
+      << "service:\n  metrics_listen: 127.0.0.1:0\n  state_dir: "
+      << (setup.dir() / "state").string() << "\n  drain_timeout: 200ms\n  stop_timeout: 3s\n";
   {
     std::ofstream out(setup.logs() / "a.log");
     for (int i = 0; i < 100; ++i)  // about 20 KB of records: kept, then more than the pipe holds
       out << line_for(0, static_cast<std::uint64_t>(i));
   }
   auto child = setup.start(0);
-  std::this_thread::sleep_for(500ms);  // read, and kept for the flush
+  // Every line read, and kept for the flush.
+  std::smatch port;
+  const std::string started = setup.logs_of_run(0);
+  ASSERT_TRUE(
+      std::regex_search(started, port, std::regex(R"(metrics on http://[0-9.]+:([0-9]+)/)")))
+      << started;
+  const auto metrics_port = static_cast<std::uint16_t>(std::stoi(port[1]));
+  bool all_read = false;
+  for (int i = 0; i < 400 && !all_read; ++i) {
+    all_read = conveyor::testing::http_get(metrics_port, "/metrics")
+                   .body.find("log_ingest_received_total{input=\"app\"} 100") != std::string::npos;
+    if (!all_read) std::this_thread::sleep_for(25ms);
+  }
+  ASSERT_TRUE(all_read);
   EXPECT_EQ(child->stop(SIGTERM, 30s), 1) << setup.logs_of_run(0);
   EXPECT_NE(setup.logs_of_run(0).find("the outputs did not close within stop_timeout"),
             std::string::npos)
@@ -515,6 +533,7 @@ TEST(LogIngestFile, ALastFlushIntoAStalledPipeEndsAtStopTimeout) {
   ::close(pipe_ends[0]);
   ::close(pipe_ends[1]);
 }
+#endif
 
 // Two inputs keep a checkpoint each, and neither removes the other's offsets.
 TEST(LogIngestFile, TwoInputsNeverShareACheckpoint) {
