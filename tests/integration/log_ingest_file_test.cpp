@@ -413,6 +413,24 @@ TEST(LogIngestFile, AFailedCheckpointSaveIsTriedAgain) {
   EXPECT_EQ(lines, 100U);
 }
 
+// Limits the running service's files to 20,000 bytes (as a full disk would fill), writes a.log's
+// 2,000 lines (/f0/0 to /f0/1999) and waits until the service says it holds records it could not
+// write: whether it did.
+bool fill_the_records_output(const TailSetup& setup, const ChildProcess& child) {
+  const rlimit full{20'000, RLIM_INFINITY};
+  if (::prlimit(child.pid(), RLIMIT_FSIZE, &full, nullptr) != 0) return false;
+  {
+    std::ofstream out(setup.logs() / "a.log");
+    for (int i = 0; i < 2000; ++i)
+      out << line_for(0, static_cast<std::uint64_t>(i));
+  }
+  for (int i = 0; i < 200; ++i) {
+    if (setup.logs_of_run(0).find("cannot write records") != std::string::npos) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
 // The records output fails (here the file size limit, set on the running service, as a full disk
 // would) while a file is read, and that file is deleted before the output has room again: nothing
 // can read its lines after a restart, so the service holds what it could not write, writes it again
@@ -421,22 +439,10 @@ TEST(LogIngestFile, AFullOutputHoldsTheLinesOfAFileDeletedMeanwhile) {
   conveyor::testing::Watchdog watchdog(60s);
   const TailSetup setup("output-full", "  - {name: app, type: file, include: [\"LOGS/*.log\"]}\n");
   auto child = setup.start(0);
-  const rlim_t unlimited = RLIM_INFINITY;
-  const rlimit full{20'000, unlimited};
-  ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &full, nullptr), 0);
-  {
-    std::ofstream out(setup.logs() / "a.log");
-    for (int i = 0; i < 2000; ++i)
-      out << line_for(0, static_cast<std::uint64_t>(i));
-  }
-  for (int i = 0; i < 200 && setup.logs_of_run(0).find("cannot write records") == std::string::npos;
-       ++i)
-    std::this_thread::sleep_for(50ms);
-  ASSERT_NE(setup.logs_of_run(0).find("cannot write records"), std::string::npos)
-      << setup.logs_of_run(0);
+  ASSERT_TRUE(fill_the_records_output(setup, *child)) << setup.logs_of_run(0);
   fs::remove(setup.logs() / "a.log");
   std::this_thread::sleep_for(300ms);  // the retries fail meanwhile
-  const rlimit room{unlimited, unlimited};
+  const rlimit room{RLIM_INFINITY, RLIM_INFINITY};
   ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &room, nullptr), 0);
   for (int i = 0; i < 200 && paths_written(setup.dir() / "records.jsonl").size() < 2000; ++i)
     std::this_thread::sleep_for(50ms);
@@ -458,18 +464,7 @@ TEST(LogIngestFile, AFullOutputAtTheDrainIsCountedLostAndReadAgain) {
                         "  - {name: app, type: file, include: [\"LOGS/*.log\"]}\n",
                         "  drain_timeout: 500ms\n");
   auto child = setup.start(0);
-  const rlimit full{20'000, RLIM_INFINITY};
-  ASSERT_EQ(::prlimit(child->pid(), RLIMIT_FSIZE, &full, nullptr), 0);
-  {
-    std::ofstream out(setup.logs() / "a.log");
-    for (int i = 0; i < 2000; ++i)
-      out << line_for(0, static_cast<std::uint64_t>(i));
-  }
-  for (int i = 0; i < 200 && setup.logs_of_run(0).find("cannot write records") == std::string::npos;
-       ++i)
-    std::this_thread::sleep_for(50ms);
-  ASSERT_NE(setup.logs_of_run(0).find("cannot write records"), std::string::npos)
-      << setup.logs_of_run(0);
+  ASSERT_TRUE(fill_the_records_output(setup, *child)) << setup.logs_of_run(0);
   // Status 1, with the drain's own line: at stop_timeout (30.5 s here) the line would be
   // "stopped: ...", with what was held unaccounted for.
   EXPECT_EQ(child->stop(SIGTERM, 30s), 1) << setup.logs_of_run(0);

@@ -159,8 +159,8 @@ Clock::time_point settle(FileTailer& tailer, Collected& out, Clock::time_point n
   return now;
 }
 
-// a.log's lines a-0..a-9 read, then a.log idle for close_idle and closed (tailers made with
-// FileTailerTest::with_idle_a_log(), which look for files once only).
+// Every file read, then idle for close_idle and closed (with close_idle 1 s, as in
+// FileTailerTest::with_idle_a_log(), whose a.log holds a-0..a-9).
 Clock::time_point read_until_closed_idle(FileTailer& tailer, Collected& out) {
   const Clock::time_point now = settle(tailer, out, Clock::now());
   return settle(tailer, out, now + 2s);
@@ -446,8 +446,7 @@ TEST_F(FileTailerTest, AFileClosedAsIdleAndRenamedAwayIsReadToItsEnd) {
   tail.close_idle = 1s;
   FileTailer tailer(tail, Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  Clock::time_point now = read_until_closed_idle(tailer, out);
   append_lines("a.log", "a-", 10, 20);
   fs::rename(path("a.log"), path("a.log.1"));
   now = settle(tailer, out, now);
@@ -498,8 +497,7 @@ TEST_F(FileTailerTest, AFileClosedAsIdleAndRewrittenToTheSameSizeIsReadAgain) {
   tail.close_idle = 1s;
   FileTailer tailer(tail, Input{"files"}, {});
   Collected out;
-  Clock::time_point now = settle(tailer, out, Clock::now());
-  now = settle(tailer, out, now + 2s);  // idle for close_idle: closed
+  Clock::time_point now = read_until_closed_idle(tailer, out);
   ASSERT_TRUE(tailer.closed_idle());
   std::this_thread::sleep_for(20ms);  // a change time the file system tells apart
   { std::ofstream(path("app.log"), std::ios::trunc | std::ios::binary) << header; }
