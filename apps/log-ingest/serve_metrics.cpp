@@ -17,12 +17,8 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
                              MetricType type = MetricType::Counter) {
     auto result = prometheus::family(name, help, type);
     for (const InputCounters* input : inputs) {
-      const double value = static_cast<double>(InputCounters::read(input->*counter));
-      if (type == MetricType::Counter) {
-        prometheus::add_counter(result, {{"input", input->name}}, value);
-      } else {
-        prometheus::add_gauge(result, {{"input", input->name}}, value);
-      }
+      prometheus::add_sample(result, {{"input", input->name}},
+                             static_cast<double>(InputCounters::read(input->*counter)));
     }
     families.push_back(std::move(result));
   };
@@ -109,27 +105,24 @@ std::vector<::prometheus::MetricFamily> ServeMetrics::Collect() const {
         "Records and dead letters an output could not write: still held at the drain's deadline, "
         "or refused by a pipe nobody reads.",
         accounting.lost_on_output);
-  auto errors = prometheus::family("log_ingest_output_errors_total",
-                                   "Writes to an output that failed.", MetricType::Counter);
-  prometheus::add_counter(
-      errors, {{"output", "records"}},
-      static_cast<double>(accounting.record_errors.load(std::memory_order_relaxed)));
-  prometheus::add_counter(
-      errors, {{"output", "dead_letters"}},
-      static_cast<double>(accounting.dead_letter_errors.load(std::memory_order_relaxed)));
-  families.push_back(std::move(errors));
-  auto held = prometheus::family(
-      "log_ingest_output_held_records",
-      "Records (or dead letters) an output holds after a failed write, written again until it "
-      "takes them; the writer takes nothing more meanwhile.",
-      MetricType::Gauge);
-  prometheus::add_gauge(
-      held, {{"output", "records"}},
-      static_cast<double>(accounting.records_held.load(std::memory_order_relaxed)));
-  prometheus::add_gauge(
-      held, {{"output", "dead_letters"}},
-      static_cast<double>(accounting.dead_letters_held.load(std::memory_order_relaxed)));
-  families.push_back(std::move(held));
+  // Per output: one counter of the Accounting for each of the two files.
+  const auto per_output = [&](const char* name, const char* help,
+                              const std::atomic<std::uint64_t>& records,
+                              const std::atomic<std::uint64_t>& dead_letters, MetricType type) {
+    auto result = prometheus::family(name, help, type);
+    for (const auto& [output, counter] :
+         {std::pair{"records", &records}, std::pair{"dead_letters", &dead_letters}}) {
+      prometheus::add_sample(result, {{"output", output}},
+                             static_cast<double>(counter->load(std::memory_order_relaxed)));
+    }
+    families.push_back(std::move(result));
+  };
+  per_output("log_ingest_output_errors_total", "Writes to an output that failed.",
+             accounting.record_errors, accounting.dead_letter_errors, MetricType::Counter);
+  per_output("log_ingest_output_held_records",
+             "Records (or dead letters) an output holds after a failed write, written again until "
+             "it takes them; the writer takes nothing more meanwhile.",
+             accounting.records_held, accounting.dead_letters_held, MetricType::Gauge);
   auto queued =
       prometheus::family("log_ingest_queue_chunks",
                          "Chunks waiting between the inputs and the parsers.", MetricType::Gauge);

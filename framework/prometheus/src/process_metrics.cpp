@@ -15,6 +15,8 @@
 #include <prometheus/client_metric.h>
 #include <prometheus/metric_type.h>
 
+#include "conveyor/prometheus/families.hpp"
+
 #ifndef CONVEYOR_VERSION
 #define CONVEYOR_VERSION "unknown"
 #endif
@@ -28,18 +30,9 @@ using ::prometheus::MetricFamily;
 using ::prometheus::MetricType;
 
 MetricFamily one_value(std::string name, std::string help, MetricType type, double value) {
-  MetricFamily family;
-  family.name = std::move(name);
-  family.help = std::move(help);
-  family.type = type;
-  ClientMetric metric;
-  if (type == MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  family.metric.push_back(std::move(metric));
-  return family;
+  MetricFamily result = family(std::move(name), std::move(help), type);
+  add_sample(result, {}, value);
+  return result;
 }
 
 // The fields of /proc/self/stat after the command name, which may itself hold spaces and

@@ -1,6 +1,6 @@
 // Building blocks for collectors that make their metric families at scrape time: a family, and a
-// counter or gauge sample in it. Used by PipelineMetrics and by applications with counts of their
-// own (log-ingest's live totals).
+// counter or gauge sample in it (`add_sample`: whichever the family's type is). Used by
+// PipelineMetrics and by applications with counts of their own (log-ingest's live totals).
 //
 //   auto records = conveyor::prometheus::family("app_records_total", "Records.",
 //                                                ::prometheus::MetricType::Counter);
@@ -40,6 +40,15 @@ inline void add_gauge(::prometheus::MetricFamily& family, Labels labels, double 
   metric.label = std::move(labels);
   metric.gauge.value = value;
   family.metric.push_back(std::move(metric));
+}
+
+// A counter's or a gauge's sample, as the family's type says.
+inline void add_sample(::prometheus::MetricFamily& family, Labels labels, double value) {
+  if (family.type == ::prometheus::MetricType::Counter) {
+    add_counter(family, std::move(labels), value);
+  } else {
+    add_gauge(family, std::move(labels), value);
+  }
 }
 
 }  // namespace conveyor::prometheus
