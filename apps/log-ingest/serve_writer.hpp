@@ -100,6 +100,8 @@ class ServeOutputs {
   std::mutex mutex_;                 // guards the files and the tokens
   std::vector<AckToken> unflushed_;  // of batches written, not flushed yet
   std::atomic<bool> reopen_{false};  // asked for, not done yet
+  // Set by abandon() on any thread, read by the writer between retries. Relaxed: a flag that
+  // publishes nothing; the writer sees it at its next look (at most 20 ms later).
   std::atomic<bool> abandoned_{false};
   Clock::duration backoff_{};  // the wait before the next retry
   Clock::time_point retry_at_{};
