@@ -132,6 +132,15 @@ std::size_t OutputFile::send(std::string_view bytes, Wait wait) {
   return done;
 }
 
+bool OutputFile::send_pending(Wait wait) {
+  sent_ += send(std::string_view(pending_).substr(sent_), wait);
+  return sent_ == pending_.size();
+}
+
+bool OutputFile::synced(bool sync) const {
+  return !(sync || policy_.fsync) || standard_output_ || sync_descriptor(fd_);
+}
+
 void OutputFile::mark_flushed() noexcept {
   ++flushes_;
   unflushed_ = 0;
@@ -142,16 +151,11 @@ void OutputFile::mark_flushed() noexcept {
 
 OutputResult OutputFile::flush(Wait wait, bool sync) {
   if (fd_ < 0 || failed_) return {};
-  if (sent_ < pending_.size()) {
-    sent_ += send(std::string_view(pending_).substr(sent_), wait);
-    if (sent_ != pending_.size()) {
-      if (errno == EAGAIN && wait == Wait::never) return {};  // the rest later
-      return hold(errno, false);
-    }
+  if (!send_pending(wait)) {
+    if (errno == EAGAIN && wait == Wait::never) return {};  // the rest later
+    return hold(errno, false);
   }
-  if ((sync || policy_.fsync) && !standard_output_ && !sync_descriptor(fd_)) {
-    return hold(errno, true);
-  }
+  if (!synced(sync)) return hold(errno, true);
   const OutputResult result{.written = unflushed_};
   mark_flushed();
   return result;
@@ -198,7 +202,7 @@ OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
     // The usual case: written and flushed at once, and copied only when that fails.
     const std::size_t sent = send(text, Wait::may);
     const bool whole = sent == text.size();
-    if (!whole || (policy_.fsync && !standard_output_ && !sync_descriptor(fd_))) {
+    if (!whole || !synced(false)) {
       const int error = errno;
       pending_.assign(text);
       sent_ = sent;
@@ -208,10 +212,7 @@ OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
     mark_flushed();
   } else {
     pending_.append(text);
-    if (pending_.size() - sent_ >= send_at) {
-      sent_ += send(std::string_view(pending_).substr(sent_), Wait::may);
-      if (sent_ != pending_.size()) return hold(errno, false);
-    }
+    if (pending_.size() - sent_ >= send_at && !send_pending(Wait::may)) return hold(errno, false);
     const bool by_records = policy_.flush_records != 0 && unflushed_ >= policy_.flush_records;
     const bool by_time =
         policy_.flush_interval.count() != 0 && Clock::now() - flushed_at_ >= policy_.flush_interval;
@@ -219,7 +220,7 @@ OutputResult OutputFile::write(std::string_view text, std::uint64_t records) {
       result = flush(Wait::may, false);
     }
   }
-  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate(Wait::may);
+  if (rotation_due()) result += rotate(Wait::may);
   return result;
 }
 
@@ -239,7 +240,7 @@ OutputResult OutputFile::retry(Wait wait) {
   result += flush(wait, false);
   // A pipe with no room for all of it (the timer's retry): still holding the rest.
   if (!failed_ && sent_ < pending_.size()) failed_ = true;
-  if (policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes) result += rotate(wait);
+  if (rotation_due()) result += rotate(wait);
   return result;
 }
 

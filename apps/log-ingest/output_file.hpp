@@ -104,6 +104,14 @@ class OutputFile {
   // Hands `bytes` to the file; how many it took before an error (errno says which: EAGAIN when
   // a pipe had no room and `wait` is never).
   std::size_t send(std::string_view bytes, Wait wait);
+  // Sends what is kept and not sent yet: whether all of it went.
+  bool send_pending(Wait wait);
+  // fsyncs where the policy (or `sync`) asks for it and the output can be synced: false if that
+  // failed (errno says why).
+  [[nodiscard]] bool synced(bool sync) const;
+  [[nodiscard]] bool rotation_due() const noexcept {
+    return policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes;
+  }
   // Sends what is kept and fsyncs (with that policy, or `sync`); the records since the last
   // flush are then written. A pipe with no room under Wait::never keeps the rest for later.
   OutputResult flush(Wait wait, bool sync);
