@@ -141,6 +141,15 @@ bool OutputFile::synced(bool sync) const {
   return !(sync || policy_.fsync) || standard_output_ || sync_descriptor(fd_);
 }
 
+bool OutputFile::rotation_due() noexcept {
+  if (policy_.rotate_bytes == 0 || size_ < policy_.rotate_bytes) return false;
+  struct stat status {};
+  if (regular_ && fd_ >= 0 && ::fstat(fd_, &status) == 0) {
+    size_ = static_cast<std::uint64_t>(status.st_size);
+  }
+  return size_ >= policy_.rotate_bytes;
+}
+
 void OutputFile::mark_flushed() noexcept {
   ++flushes_;
   unflushed_ = 0;

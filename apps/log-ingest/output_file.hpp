@@ -109,9 +109,9 @@ class OutputFile {
   // fsyncs where the policy (or `sync`) asks for it and the output can be synced: false if that
   // failed (errno says why).
   [[nodiscard]] bool synced(bool sync) const;
-  [[nodiscard]] bool rotation_due() const noexcept {
-    return policy_.rotate_bytes != 0 && size_ >= policy_.rotate_bytes;
-  }
+  // Whether the file holds `rotate_bytes`: once the bytes sent say so, by the file's own size
+  // (another program may have truncated it since: logrotate's copytruncate).
+  [[nodiscard]] bool rotation_due() noexcept;
   // Sends what is kept and fsyncs (with that policy, or `sync`); the records since the last
   // flush are then written. A pipe with no room under Wait::never keeps the rest for later.
   OutputResult flush(Wait wait, bool sync);
@@ -135,7 +135,7 @@ class OutputFile {
   int fd_ = -1;
   bool standard_output_ = false;
   bool regular_ = false;         // can be truncated and fsynced
-  std::uint64_t size_ = 0;       // bytes in the file now (for rotation)
+  std::uint64_t size_ = 0;       // bytes in the file now, as far as it knows (for rotation)
   std::uint64_t unflushed_ = 0;  // records written since the last flush
   // The bytes since the last good flush (empty when each write flushed at once); the first
   // `sent_` reached the file.

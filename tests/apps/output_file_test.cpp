@@ -132,6 +132,21 @@ TEST_F(OutputFileTest, AppendsAndCountsWhatIsThere) {
   EXPECT_EQ(file.rotations(), 1U);
 }
 
+// Truncated by another program (logrotate's copytruncate): the size that rotates the file is
+// the file's own, not the bytes the output wrote before the truncation.
+TEST_F(OutputFileTest, RotatesBySizeAfterACopytruncateByWhatTheFileHolds) {
+  OutputFile file(path(), {.rotate_bytes = 100});
+  ASSERT_TRUE(file.write(std::string(89, 'a') + "\n", 1));
+  fs::resize_file(path(), 0);
+  const std::string b = std::string(19, 'b') + "\n";
+  ASSERT_TRUE(file.write(b, 1));  // 110 bytes written in all, 20 in the file
+  EXPECT_EQ(file.rotations(), 0U);
+  EXPECT_EQ(read(path()), b);
+  ASSERT_TRUE(file.write(std::string(79, 'c') + "\n", 1));  // 100 in the file
+  EXPECT_EQ(file.rotations(), 1U);
+  EXPECT_EQ(read(path()), "");
+}
+
 // A write cut short loses nothing and leaves no half record: what reached the file is taken out,
 // the records are held, and a retry once there is room writes them whole.
 TEST_F(OutputFileTest, AWriteCutShortIsHeldAndWrittenWholeOnceThereIsRoom) {
