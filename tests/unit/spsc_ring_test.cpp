@@ -1,6 +1,6 @@
 // Unit tests for sync::SpscRing: the single-producer, single-consumer ring (a mailbox at
-// capacity 1), its end mark, building and taking elements in their slots, bulk pushes and pops,
-// and the lifetimes of what it holds.
+// capacity 1, allocated or with its slot inline), its end mark, building and taking elements in
+// their slots, bulk pushes and pops, and the lifetimes of what it holds.
 #include "conveyor/sync/spsc_ring.hpp"
 
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 
 namespace {
 
+using conveyor::sync::RingLayout;
 using conveyor::sync::SpscRing;
 using conveyor::testing::Tracked;
 using conveyor::testing::TrackedLeakCheck;
@@ -37,6 +38,60 @@ TEST_F(SpscRingTest, AMailboxHoldsOneElement) {
   EXPECT_EQ(lane.try_pop(), std::nullopt);
   ASSERT_TRUE(lane.try_push(second));
   EXPECT_EQ(lane.try_pop(), 2);
+}
+
+// The ring of one with its slot beside its indices (Mailbox's) behaves as the allocated one.
+TEST_F(SpscRingTest, AnInlineSlotHoldsOneElement) {
+  SpscRing<Tracked, RingLayout::inline_slot> lane(1);
+  Tracked first(1);
+  Tracked second(2);
+  EXPECT_EQ(lane.capacity(), 1U);
+  ASSERT_TRUE(lane.try_push(first));
+  EXPECT_FALSE(lane.try_push(second));
+  EXPECT_EQ(lane.size_approx(), 1U);
+  EXPECT_EQ(lane.try_pop()->value(), 1);
+  EXPECT_EQ(lane.try_pop(), std::nullopt);
+  ASSERT_TRUE(lane.try_emplace(3));
+  lane.close();
+  EXPECT_FALSE(lane.finished());
+  EXPECT_EQ(lane.discard(), 1U);
+  EXPECT_TRUE(lane.finished());
+  EXPECT_EQ(lane.owner_word().load(), 0U);  // the owner's, untouched by the ring
+}
+
+TEST_F(SpscRingTest, AnInlineSlotDestroysWhatIsLeft) {
+  {
+    SpscRing<Tracked, RingLayout::inline_slot> lane(1);
+    Tracked value(7);
+    ASSERT_TRUE(lane.try_push(value));
+    EXPECT_EQ(Tracked::alive(), 2);  // the moved-from value and the one in the slot
+  }
+  EXPECT_EQ(Tracked::alive(), 0);
+}
+
+TEST_F(SpscRingTest, AnInlineSlotHandsEveryElementOverBetweenTwoThreads) {
+  Watchdog watchdog;
+  constexpr int count = 100'000;
+  SpscRing<std::unique_ptr<int>, RingLayout::inline_slot> lane(1);
+  std::thread producer([&] {
+    for (int i = 0; i < count; ++i) {
+      auto value = std::make_unique<int>(i);
+      while (!lane.try_push(value))
+        std::this_thread::yield();
+    }
+    lane.close();
+  });
+  int expected = 0;
+  while (!lane.finished()) {
+    if (auto value = lane.try_pop()) {
+      ASSERT_EQ(**value, expected);
+      ++expected;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  producer.join();
+  EXPECT_EQ(expected, count);
 }
 
 TEST_F(SpscRingTest, KeepsOrderAcrossTheWrap) {
@@ -228,6 +283,10 @@ using SpscRingDeathTest = SpscRingTest;
 
 TEST_F(SpscRingDeathTest, ZeroCapacityIsAContractViolation) {
   EXPECT_DEATH(SpscRing<int> lane(0), "capacity must be at least 1");
+}
+
+TEST_F(SpscRingDeathTest, AnInlineSlotOfMoreThanOneIsAContractViolation) {
+  EXPECT_DEATH((SpscRing<int, RingLayout::inline_slot>(2)), "an inline slot is a ring of one");
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ class alignas(64) Mailbox {
 
   ~Mailbox() {
     // Acquire: pairs with the last release of whichever thread claimed the ring.
-    CONVEYOR_DEBUG_CONTRACT((claim_.load(std::memory_order_acquire) & taking) == 0,
+    CONVEYOR_DEBUG_CONTRACT((claim().load(std::memory_order_acquire) & taking) == 0,
                             "Mailbox destroyed while its consumer takes an item");
   }
 
@@ -117,7 +117,7 @@ class alignas(64) Mailbox {
   // Any thread: ends the mailbox for both sides, wakes a blocked take, destroys a held item.
   void abort() {
     // acq_rel: bars later claims, and orders a finished take's pop before what follows.
-    if ((claim_.fetch_or(aborted_bit, std::memory_order_acq_rel) & aborted_bit) != 0) return;
+    if ((claim().fetch_or(aborted_bit, std::memory_order_acq_rel) & aborted_bit) != 0) return;
     // The other side of a put's fence: either the put sees the bit, or the sweep sees its item.
     detail::full_fence();
     lock_the_ring();
@@ -131,14 +131,18 @@ class alignas(64) Mailbox {
   // True once the slot holds the done sentinel; it never leaves.
   [[nodiscard]] bool done() const noexcept { return ring_.closed(); }
   [[nodiscard]] bool aborted() const noexcept {
-    return (claim_.load(std::memory_order_acquire) & aborted_bit) != 0;
+    return (claim().load(std::memory_order_acquire) & aborted_bit) != 0;
   }
 
  private:
   using Scope = detail::MailboxRoleGuard::Scope;
   enum class Poll { took, empty, finished };
 
-  // claim_ bits: the consumer is inside the ring; abort was called; somebody destroys what is
+  // The claim word: on the ring's line.
+  std::atomic<std::uint32_t>& claim() noexcept { return ring_.owner_word(); }
+  const std::atomic<std::uint32_t>& claim() const noexcept { return ring_.owner_word(); }
+
+  // The claim's bits: the consumer is inside the ring; abort was called; somebody destroys what is
   // left; abort has done so.
   static constexpr std::uint32_t taking = 1;
   static constexpr std::uint32_t aborted_bit = 2;
@@ -151,13 +155,13 @@ class alignas(64) Mailbox {
     }
     std::uint32_t expected = 0;
     // Acquire: pairs with the release of the last one to hold the ring. Fails once aborted.
-    if (!claim_.compare_exchange_strong(expected, taking, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
+    if (!claim().compare_exchange_strong(expected, taking, std::memory_order_acquire,
+                                         std::memory_order_relaxed)) {
       return Poll::finished;
     }
     (void)ring_.try_pop_into(taken);  // the size said one is there, and only we take
     // Release: the pop, for whoever claims the ring next.
-    claim_.fetch_and(~taking, std::memory_order_release);
+    claim().fetch_and(~taking, std::memory_order_release);
     if (on_emptied_ != nullptr) on_emptied_->release();
     return Poll::took;
   }
@@ -168,7 +172,7 @@ class alignas(64) Mailbox {
   bool took_back_after_abort(T& value) {
     lock_the_ring();
     // Relaxed: the lock's acquire orders it. Swept and still there: the sweep came first.
-    const bool lost = (claim_.load(std::memory_order_relaxed) & swept) != 0 && ring_.has_element();
+    const bool lost = (claim().load(std::memory_order_relaxed) & swept) != 0 && ring_.has_element();
     std::optional<T> back;
     if (lost) {
       (void)ring_.try_pop_into(back);  // our item: nothing else can be there after the sweep
@@ -184,17 +188,17 @@ class alignas(64) Mailbox {
   // Takes the consumer's side of the ring after an abort, once no take is inside it.
   void lock_the_ring() {
     // Relaxed: the compare-exchange decides.
-    std::uint32_t seen = claim_.load(std::memory_order_relaxed);
+    std::uint32_t seen = claim().load(std::memory_order_relaxed);
     for (;;) {
       if ((seen & (taking | locked)) != 0) {
         // A take finishing its move, or the other destroyer: a few instructions away.
         std::this_thread::yield();
-        seen = claim_.load(std::memory_order_relaxed);
+        seen = claim().load(std::memory_order_relaxed);
         continue;
       }
       // Acquire: pairs with the release of the last take or destroyer.
-      if (claim_.compare_exchange_weak(seen, seen | locked, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
+      if (claim().compare_exchange_weak(seen, seen | locked, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
         return;
       }
     }
@@ -202,12 +206,12 @@ class alignas(64) Mailbox {
 
   void unlock_the_ring(std::uint32_t also_set) {
     // Release: what was destroyed or taken back, for the next holder and the destructor.
-    claim_.fetch_xor(locked | also_set, std::memory_order_release);
+    claim().fetch_xor(locked | also_set, std::memory_order_release);
   }
 
-  SpscRing<T> ring_;
+  // The slot, the ring's indices and the claim share one line, which every hand-over moves.
+  SpscRing<T, RingLayout::inline_slot> ring_;
   Semaphore* const on_emptied_;
-  alignas(64) std::atomic<std::uint32_t> claim_{0};
   [[no_unique_address]] detail::MailboxRoleGuard producer_guard_;
   [[no_unique_address]] detail::MailboxRoleGuard consumer_guard_;
   // The consumer's wake-ups: every ringer rings behind a full fence, so none is missed.

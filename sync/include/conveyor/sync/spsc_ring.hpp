@@ -1,6 +1,8 @@
 // SpscRing<T>: a non-blocking ring of `capacity` elements between one producer and one consumer,
 // with an end mark. The one ring of the library: BoundedQueue and the framework's channels stand
 // on it. With capacity 1 it is the seed-002 mailbox: one slot, empty or full, and done.
+// SpscRing<T, RingLayout::inline_slot> is that ring of one, its slot held beside its indices on
+// one cache line (Mailbox); the algorithm is the same.
 // It never waits; a side that finds it full or empty sleeps on its own Doorbell (doorbell.hpp),
 // which the other side rings. docs/design/hand-over.md explains the whole hand-over.
 //
@@ -37,14 +39,28 @@
 
 namespace conveyor::sync {
 
-template <class T>
-class SpscRing : public detail::RingIndices {
+// Where a ring's fields lie (ring_indices.hpp): `allocated` slots, each side's fields on lines of
+// their own; or one `inline_slot`, with the indices (capacity 1).
+enum class RingLayout : std::uint8_t { allocated, inline_slot };
+
+namespace detail {
+template <class T, RingLayout Layout>
+using RingIndicesFor =
+    std::conditional_t<Layout == RingLayout::allocated, RingIndices,
+                       BasicRingIndices<sizeof(RingSlot<T>), alignof(RingSlot<T>)>>;
+}  // namespace detail
+
+template <class T, RingLayout Layout = RingLayout::allocated>
+class SpscRing : public detail::RingIndicesFor<T, Layout> {
   static_assert(std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>,
                 "SpscRing<T>: T must be nothrow move constructible and destructible");
+  using Indices = detail::RingIndicesFor<T, Layout>;
+  static constexpr bool allocated = Layout == RingLayout::allocated;
 
  public:
+  // With RingLayout::inline_slot, the capacity must be 1.
   explicit SpscRing(std::size_t capacity)
-      : RingIndices(capacity, new detail::RingSlot<T>[capacity]) {}
+      : Indices(capacity, allocated ? new detail::RingSlot<T>[capacity] : nullptr) {}
 
   SpscRing(const SpscRing&) = delete;
   SpscRing& operator=(const SpscRing&) = delete;
@@ -55,7 +71,15 @@ class SpscRing : public detail::RingIndices {
          ++position) {
       slots()[position % capacity_].destroy();
     }
-    delete[] slots();
+    if constexpr (allocated) delete[] slots();
+  }
+
+  // RingLayout::inline_slot: a word on the ring's line for its owner's own use.
+  [[nodiscard]] std::atomic<std::uint32_t>& owner_word() noexcept requires(!allocated) {
+    return this->inline_.owner_word;
+  }
+  [[nodiscard]] const std::atomic<std::uint32_t>& owner_word() const noexcept requires(!allocated) {
+    return this->inline_.owner_word;
   }
 
   // --- producer ---
@@ -65,7 +89,7 @@ class SpscRing : public detail::RingIndices {
   // try_push of an element constructed in its slot from `args`.
   template <class... Args>
   [[nodiscard]] bool try_emplace(Args&&... args) {
-    if (free_slots() == 0) return false;
+    if (this->free_slots() == 0) return false;
     slots()[producer_slot_].construct(std::forward<Args>(args)...);
     producer_slot_ = next_slot(producer_slot_);
     ++producer_tail_;
@@ -110,7 +134,7 @@ class SpscRing : public detail::RingIndices {
 
   // try_pop into `out`, which must be empty: the element moves straight from its slot.
   [[nodiscard]] bool try_pop_into(std::optional<T>& out) noexcept {
-    if (!has_element()) return false;
+    if (!this->has_element()) return false;
     out.emplace(std::move(slots()[consumer_slot_].get()));
     slots()[consumer_slot_].destroy();
     consumer_slot_ = next_slot(consumer_slot_);
@@ -161,7 +185,21 @@ class SpscRing : public detail::RingIndices {
   }
 
  private:
-  // The slots live beside the capacity, on the line both sides only read (ring_indices.hpp).
+  using Indices::cached_head_;
+  using Indices::cached_tail_;
+  using Indices::capacity_;
+  using Indices::consumer_head_;
+  using Indices::consumer_slot_;
+  using Indices::head_;
+  using Indices::next_slot;
+  using Indices::producer_slot_;
+  using Indices::producer_tail_;
+  using Indices::release_slots;
+  using Indices::storage_;
+  using Indices::tail_;
+
+  // Where the slots are: the pointer to them lives beside the capacity, on the line both sides
+  // only read (ring_indices.hpp).
   [[nodiscard]] detail::RingSlot<T>* slots() const noexcept {
     return static_cast<detail::RingSlot<T>*>(storage_);
   }

@@ -2,6 +2,12 @@
 // the two indices, their cached copies, the end mark, and every call that only reads them.
 // Code that watches many rings of different element types (the framework's ports) holds them
 // through this base; the contract and the memory ordering are SpscRing's.
+//
+// Two layouts (docs/design/hand-over.md, "Where the fields lie"): RingIndices gives the tail,
+// the head and each side's own fields a cache line each; BasicRingIndices<Bytes, Align> with
+// Bytes > 0 (a ring of one slot held inline, SpscRing's RingLayout::inline_slot) puts the tail,
+// the end mark, the head, the slot and a word for the ring's owner on one line, which every
+// hand-over of a one-slot ring moves between the two sides anyway.
 #pragma once
 
 #include <algorithm>
@@ -13,15 +19,30 @@
 
 namespace conveyor::sync::detail {
 
-class RingIndices {
+// Bytes for one slot kept beside the indices, and a word that the ring's owner uses as it
+// likes (a Mailbox's claim); nothing for a ring whose slots are allocated.
+template <std::size_t Bytes, std::size_t Align>
+struct InlineSlot {
+  alignas(Align) std::byte bytes[Bytes];
+  std::atomic<std::uint32_t> owner_word{0};
+};
+template <std::size_t Align>
+struct InlineSlot<0, Align> {};
+
+template <std::size_t InlineBytes = 0, std::size_t InlineAlign = 1>
+class BasicRingIndices {
+  static constexpr bool packed = InlineBytes != 0;
+
  public:
-  // `storage`: the typed slots, which SpscRing<T> allocates and frees.
-  RingIndices(std::size_t capacity, void* storage) : capacity_(capacity), storage_(storage) {
+  // `storage`: the typed slots, which SpscRing<T> allocates and frees; ignored with an inline slot.
+  BasicRingIndices(std::size_t capacity, void* storage)
+      : capacity_(capacity), storage_(packed ? inline_storage() : storage) {
     CONVEYOR_CONTRACT(capacity >= 1, "SpscRing: the capacity must be at least 1");
+    CONVEYOR_CONTRACT(!packed || capacity == 1, "SpscRing: an inline slot is a ring of one");
   }
 
-  RingIndices(const RingIndices&) = delete;
-  RingIndices& operator=(const RingIndices&) = delete;
+  BasicRingIndices(const BasicRingIndices&) = delete;
+  BasicRingIndices& operator=(const BasicRingIndices&) = delete;
 
   // --- producer ---
 
@@ -81,10 +102,19 @@ class RingIndices {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  protected:
-  ~RingIndices() = default;
+  ~BasicRingIndices() = default;
 
   std::size_t next_slot(std::size_t slot) const noexcept {
     return slot + 1 == capacity_ ? 0 : slot + 1;
+  }
+
+  // The inline slot's bytes (its address only: called before they are initialised).
+  void* inline_storage() noexcept {
+    if constexpr (packed) {
+      return inline_.bytes;
+    } else {
+      return nullptr;
+    }
   }
 
   void release_slots(std::uint64_t count) noexcept {
@@ -99,7 +129,9 @@ class RingIndices {
 
   alignas(64) std::atomic<std::uint64_t> tail_{0};
   std::atomic<bool> closed_{false};
-  alignas(64) std::atomic<std::uint64_t> head_{0};
+  // A line of its own, or (packed) beside the tail, followed by the inline slot.
+  alignas(packed ? alignof(std::atomic<std::uint64_t>) : 64) std::atomic<std::uint64_t> head_{0};
+  [[no_unique_address]] InlineSlot<InlineBytes, InlineAlign> inline_;
 
   alignas(64) std::uint64_t producer_tail_ = 0;
   std::uint64_t cached_head_ = 0;
@@ -109,5 +141,7 @@ class RingIndices {
   std::uint64_t cached_tail_ = 0;
   std::size_t consumer_slot_ = 0;
 };
+
+using RingIndices = BasicRingIndices<>;
 
 }  // namespace conveyor::sync::detail
