@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -57,6 +58,21 @@ TEST_F(SpscRingTest, AnInlineSlotHoldsOneElement) {
   EXPECT_EQ(lane.discard(), 1U);
   EXPECT_TRUE(lane.finished());
   EXPECT_EQ(lane.owner_word().load(), 0U);  // the owner's, untouched by the ring
+}
+
+// The layouts themselves: the allocated ring's lines are those it always had, and the inline
+// ring's owner word shares the tail's line (the second of the object) with a small slot.
+TEST_F(SpscRingTest, TheLayoutsPutTheFieldsWhereTheySay) {
+  static_assert(sizeof(conveyor::sync::detail::RingIndices) == 5 * 64);
+  static_assert(alignof(conveyor::sync::detail::RingIndices) == 64);
+  static_assert(sizeof(SpscRing<std::uint64_t>) == sizeof(conveyor::sync::detail::RingIndices));
+  SpscRing<std::uint64_t, RingLayout::inline_slot> lane(1);
+  const auto start = reinterpret_cast<std::uintptr_t>(&lane);
+  const auto word = reinterpret_cast<std::uintptr_t>(&lane.owner_word());
+  EXPECT_EQ((word - start) / 64, 1U);
+  std::uint64_t value = 42;
+  ASSERT_TRUE(lane.try_push(value));
+  EXPECT_EQ(lane.try_pop(), 42U);
 }
 
 TEST_F(SpscRingTest, AnInlineSlotDestroysWhatIsLeft) {

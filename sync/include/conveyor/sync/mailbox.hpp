@@ -24,7 +24,9 @@
 // a full fence between its push and its look at `aborted` and at the consumer's doorbell.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -41,8 +43,9 @@
 
 namespace conveyor::sync {
 
+// At least a cache line's alignment, and T's, whose slot it holds.
 template <class T>
-class alignas(64) Mailbox {
+class alignas(std::max<std::size_t>(64, alignof(T))) Mailbox {
   static_assert(std::is_object_v<T> && !std::is_const_v<T> && !std::is_array_v<T>,
                 "Mailbox<T>: T must be a non-const object type that is not an array");
   static_assert(std::is_nothrow_move_constructible_v<T>,
@@ -209,7 +212,8 @@ class alignas(64) Mailbox {
     claim().fetch_xor(locked | also_set, std::memory_order_release);
   }
 
-  // The slot, the ring's indices and the claim share one line, which every hand-over moves.
+  // The slot, the ring's indices and the claim share one line, which every hand-over moves (for
+  // a T of up to 32 bytes).
   SpscRing<T, RingLayout::inline_slot> ring_;
   Semaphore* const on_emptied_;
   [[no_unique_address]] detail::MailboxRoleGuard producer_guard_;

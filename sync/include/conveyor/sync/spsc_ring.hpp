@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -198,10 +199,16 @@ class SpscRing : public detail::RingIndicesFor<T, Layout> {
   using Indices::storage_;
   using Indices::tail_;
 
-  // Where the slots are: the pointer to them lives beside the capacity, on the line both sides
-  // only read (ring_indices.hpp).
+  // Where the slots are: allocated, the pointer to them lives beside the capacity, on the line
+  // both sides only read (ring_indices.hpp); inline, the slot is in the indices' own bytes.
   [[nodiscard]] detail::RingSlot<T>* slots() const noexcept {
-    return static_cast<detail::RingSlot<T>*>(storage_);
+    if constexpr (allocated) {
+      return static_cast<detail::RingSlot<T>*>(storage_);
+    } else {
+      // The bytes' storage holds the slot (an implicit-lifetime type) from the ring's start.
+      return std::launder(
+          reinterpret_cast<detail::RingSlot<T>*>(const_cast<std::byte*>(this->inline_.bytes)));
+    }
   }
 };
 

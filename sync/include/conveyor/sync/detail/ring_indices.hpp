@@ -6,8 +6,9 @@
 // Two layouts (docs/design/hand-over.md, "Where the fields lie"): RingIndices gives the tail,
 // the head and each side's own fields a cache line each; BasicRingIndices<Bytes, Align> with
 // Bytes > 0 (a ring of one slot held inline, SpscRing's RingLayout::inline_slot) puts the tail,
-// the end mark, the head, the slot and a word for the ring's owner on one line, which every
-// hand-over of a one-slot ring moves between the two sides anyway.
+// the end mark, the head, the slot and a word for the ring's owner on one line (for a slot of up
+// to 32 bytes, aligned to at most 8; a larger one spills onto the next), which every hand-over
+// of a one-slot ring moves between the two sides anyway.
 #pragma once
 
 #include <algorithm>
@@ -34,9 +35,9 @@ class BasicRingIndices {
   static constexpr bool packed = InlineBytes != 0;
 
  public:
-  // `storage`: the typed slots, which SpscRing<T> allocates and frees; ignored with an inline slot.
-  BasicRingIndices(std::size_t capacity, void* storage)
-      : capacity_(capacity), storage_(packed ? inline_storage() : storage) {
+  // `storage`: the typed slots, which SpscRing<T> allocates and frees (null with an inline slot,
+  // which SpscRing reaches through `inline_`).
+  BasicRingIndices(std::size_t capacity, void* storage) : capacity_(capacity), storage_(storage) {
     CONVEYOR_CONTRACT(capacity >= 1, "SpscRing: the capacity must be at least 1");
     CONVEYOR_CONTRACT(!packed || capacity == 1, "SpscRing: an inline slot is a ring of one");
   }
@@ -106,15 +107,6 @@ class BasicRingIndices {
 
   std::size_t next_slot(std::size_t slot) const noexcept {
     return slot + 1 == capacity_ ? 0 : slot + 1;
-  }
-
-  // The inline slot's bytes (its address only: called before they are initialised).
-  void* inline_storage() noexcept {
-    if constexpr (packed) {
-      return inline_.bytes;
-    } else {
-      return nullptr;
-    }
   }
 
   void release_slots(std::uint64_t count) noexcept {
