@@ -26,6 +26,32 @@ using conveyor::testing::Watchdog;
 
 using SpscRingTest = TrackedLeakCheck;
 
+// A producer thread pushes make(0), ..., make(count - 1) into `lane`, retrying a full ring after a
+// yield, and closes it; this thread pops until the ring is finished and checks that number(item)
+// comes in order, each once.
+template <class Ring, class Make, class Number>
+void hand_over_in_order(Ring& lane, int count, Make make, Number number) {
+  std::thread producer([&] {
+    for (int i = 0; i < count; ++i) {
+      auto value = make(i);
+      while (!lane.try_push(value))
+        std::this_thread::yield();
+    }
+    lane.close();
+  });
+  int expected = 0;
+  while (!lane.finished()) {
+    if (auto value = lane.try_pop()) {
+      ASSERT_EQ(number(*value), expected);
+      ++expected;
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  producer.join();
+  EXPECT_EQ(expected, count);
+}
+
 TEST_F(SpscRingTest, AMailboxHoldsOneElement) {
   SpscRing<int> lane(1);
   int first = 1;
@@ -89,25 +115,9 @@ TEST_F(SpscRingTest, AnInlineSlotHandsEveryElementOverBetweenTwoThreads) {
   Watchdog watchdog;
   constexpr int count = 100'000;
   SpscRing<std::unique_ptr<int>, RingLayout::inline_slot> lane(1);
-  std::thread producer([&] {
-    for (int i = 0; i < count; ++i) {
-      auto value = std::make_unique<int>(i);
-      while (!lane.try_push(value))
-        std::this_thread::yield();
-    }
-    lane.close();
-  });
-  int expected = 0;
-  while (!lane.finished()) {
-    if (auto value = lane.try_pop()) {
-      ASSERT_EQ(**value, expected);
-      ++expected;
-    } else {
-      std::this_thread::yield();
-    }
-  }
-  producer.join();
-  EXPECT_EQ(expected, count);
+  hand_over_in_order(
+      lane, count, [](int i) { return std::make_unique<int>(i); },
+      [](const std::unique_ptr<int>& value) { return *value; });
 }
 
 TEST_F(SpscRingTest, KeepsOrderAcrossTheWrap) {
@@ -210,25 +220,8 @@ TEST_F(SpscRingTest, HandsEveryElementOverBetweenTwoThreads) {
   Watchdog watchdog;
   constexpr int count = 200'000;
   SpscRing<int> lane(16);
-  std::thread producer([&] {
-    for (int i = 0; i < count; ++i) {
-      int value = i;
-      while (!lane.try_push(value))
-        std::this_thread::yield();
-    }
-    lane.close();
-  });
-  int expected = 0;
-  while (!lane.finished()) {
-    if (auto value = lane.try_pop()) {
-      ASSERT_EQ(*value, expected);
-      ++expected;
-    } else {
-      std::this_thread::yield();
-    }
-  }
-  producer.join();
-  EXPECT_EQ(expected, count);
+  hand_over_in_order(
+      lane, count, [](int i) { return i; }, [](int value) { return value; });
 }
 
 // Pushes until the ring is full; how many went in.
