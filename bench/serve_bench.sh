@@ -16,6 +16,9 @@
 #     (apt-get download, dpkg -x) under the work directory and runs it from there;
 #   - syslog-ng: the syslog() source, $(format-json), a file destination (threaded);
 #   - log-ingest serve: its syslog_tcp input, the records file, dead letters off.
+# Each run starts on a quiet page cache: the output of a run is deleted once its lines are
+# counted, before its pages are written back, and a `sync` before each start writes back whatever
+# else is dirty, so that no service's run pays for the writeback of another's output.
 # Rounds alternate the services, and the table gives each one's medians: messages/s and MB/s
 # (from the first message sent to the last line written, within one 0.02 s poll), the CPU seconds
 # the service used per million messages, and its peak RSS.
@@ -23,7 +26,7 @@
 # Then latency: each service is sent the same messages at half its own median messages/s, one in
 # 100 marked with the time it was sent (`generate --latency`), and the generator follows the
 # output file for the marks. The second table gives the medians over the
-# rounds of each quantile of the time from send to write.
+# rounds of each quantile of the time from send to write, and the lines after it every round's p99.
 #
 # The script exits 1 if any run failed: messages lost, or a service that did not run.
 set -euo pipefail
@@ -83,6 +86,7 @@ run_once() {
   local service=$1 out=$work/$1.jsonl
   rm -f "$out"
   local pid
+  sync
   pid=$(start "$service" "$out")
   wait_for_port
   local cpu_before
@@ -101,6 +105,7 @@ run_once() {
   cpu_after=$(cpu_seconds "$pid")
   rss=$(peak_rss_kib "$pid")
   stop_service "$pid"
+  rm -f "$out"
   awk -v a="$start_time" -v b="$last" -v c="$cpu_before" -v d="$cpu_after" -v r="$rss" \
     'BEGIN { printf "%.4f %.3f %d\n", b - a, d - c, r }'
 }
@@ -110,12 +115,14 @@ latency_once() {
   local service=$1 rate=$2 out=$work/$1.jsonl
   rm -f "$out"
   local pid
+  sync
   pid=$(start "$service" "$out")
   wait_for_port
   local status=0
   "$app" generate --to "tcp://127.0.0.1:$port" --rate "$rate" --from "$work/messages.txt" \
     --connections "$connections" --latency "$out" 2> "$work/$service/latency.log" || status=$?
   stop_service "$pid"
+  rm -f "$out"
   if [ "$status" -ne 0 ]; then
     echo "$service: the latency run failed; see $work/$service/latency.log" >&2
     return 1
@@ -193,6 +200,12 @@ for service in "${services[@]}"; do
       printf "| %s | %d | %.2f | %.2f | %.2f | %.2f |\n", name, median(2), median(3), median(4),
         median(5), median(6)
     }'
+done
+echo
+# Every round's p99, in the order run: a target on the p99 must hold in each.
+for service in "${services[@]}"; do
+  { grep "^$service " "$work/latency.$$" || true; } |
+    awk -v name="$service" '{ p = p sep $4; sep = ", " } END { if (NR) printf "%s p99 by round (ms): %s\n", name, p }'
 done
 rm -f "$work/results.$$" "$work/latency.$$" "$work/messages.txt"
 # A run that lost messages, or a service that would not run, fails the script (after the tables).
