@@ -209,6 +209,8 @@ class Sender {
     const SyslogFrame plain_frame = to_file                  ? SyslogFrame::lf
                                     : replay_ || target_.udp ? frame
                                                              : SyslogFrame::lf;
+    // How long a paced sender waits once it sent what was due (load_generator.hpp).
+    const auto pace = to_file ? std::chrono::microseconds(200) : std::chrono::microseconds(1000);
     const Clock::time_point start = Clock::now();
     std::string line;
     std::string batch;
@@ -220,7 +222,7 @@ class Sender {
         const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
         const auto target = static_cast<std::uint64_t>(elapsed * rate_) + 1;
         if (target <= sent) {
-          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          std::this_thread::sleep_for(pace);
           continue;
         }
         due = std::min<std::uint64_t>(target - sent, 512);

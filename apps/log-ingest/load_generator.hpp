@@ -8,7 +8,9 @@
 // output does (`<134>1 2026-11-26T10:00:00.123Z web-07 nginx 1234 - - LINE`), framed for TCP by
 // octet counting or LF (`framing`); `combined` and `json` send the lines as they are, one per LF.
 // Over UDP each message is one datagram. Each connection sends its share of `lines` at its share
-// of `rate`, from a generator seeded apart from the others.
+// of `rate`, from a generator seeded apart from the others. At a rate, a connection sends what is
+// due once a millisecond, in writes of up to 512 messages (a file is appended to every 200 us, as
+// a program writes its log); docs/serve.md says why.
 //
 // With `from`, the lines of that file are sent instead, each as one message as it is (framed by
 // `octet_counting` over TCP), the file cut into one share of whole lines per connection. The
