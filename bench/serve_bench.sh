@@ -17,8 +17,9 @@
 #   - syslog-ng: the syslog() source, $(format-json), a file destination (threaded);
 #   - log-ingest serve: its syslog_tcp input, the records file, dead letters off.
 # Each run starts on a quiet page cache: the output of a run is deleted once its lines are
-# counted, before its pages are written back, and a `sync` before each start writes back whatever
-# else is dirty, so that no service's run pays for the writeback of another's output.
+# counted, before its pages are written back (a failed run's is kept), and a `sync` before each
+# start writes back whatever else is dirty, so that no service's run pays for the writeback of
+# another's output.
 # Rounds alternate the services, and the table gives each one's medians: messages/s and MB/s
 # (from the first message sent to the last line written, within one 0.02 s poll), the CPU seconds
 # the service used per million messages, and its peak RSS.
@@ -50,11 +51,12 @@ done
 prepare_bench "$work"
 port=16514
 
-# Starts service $1 writing to $2; prints its pid. Its own output goes to files, so that the
-# caller's $(...) does not wait for it.
+# Starts service $1 writing to $2, once whatever is dirty is written back; prints its pid. Its
+# own output goes to files, so that the caller's $(...) does not wait for it.
 start() {
   local service=$1 out=$2 dir=$work/$1
   rm -rf "$dir" && mkdir -p "$dir"
+  sync
   case $service in
     log-ingest)
       printf 'inputs:\n  - {name: syslog_tcp, type: syslog_tcp, listen: "127.0.0.1:%s"}\noutputs: {records: %s, dead_letters: none}\nservice: {metrics_listen: none}\n' \
@@ -86,7 +88,6 @@ run_once() {
   local service=$1 out=$work/$1.jsonl
   rm -f "$out"
   local pid
-  sync
   pid=$(start "$service" "$out")
   wait_for_port
   local cpu_before
@@ -115,18 +116,17 @@ latency_once() {
   local service=$1 rate=$2 out=$work/$1.jsonl
   rm -f "$out"
   local pid
-  sync
   pid=$(start "$service" "$out")
   wait_for_port
   local status=0
   "$app" generate --to "tcp://127.0.0.1:$port" --rate "$rate" --from "$work/messages.txt" \
     --connections "$connections" --latency "$out" 2> "$work/$service/latency.log" || status=$?
   stop_service "$pid"
-  rm -f "$out"
   if [ "$status" -ne 0 ]; then
     echo "$service: the latency run failed; see $work/$service/latency.log" >&2
     return 1
   fi
+  rm -f "$out"
   sed -n 's/.* p50 \([0-9.]*\) ms, p99 \([0-9.]*\) ms, p99.9 \([0-9.]*\) ms, max \([0-9.]*\) ms$/\1 \2 \3 \4/p' \
     "$work/$service/latency.log"
 }
